@@ -1,0 +1,346 @@
+"""``LoopBreaker``: refuse the same request sent again and again.
+
+Per session, a sliding time window of request-intent fingerprints. A request whose
+intent already appears ``max_repeats`` times in the window is refused; refused
+requests are recorded too, so a client hammering a refused request stays refused
+until it pauses for a whole window. It catches retry storms and stateless loops; an
+agent that loops by *appending* to its history changes its fingerprint every turn,
+which is :class:`~loopfuse.LoopDetector`'s job.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
+
+from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
+from loopfuse.intent import fingerprint as intent_fingerprint
+
+__all__ = ["LoopBreaker", "LoopBroken", "LoopDecision"]
+
+logger = logging.getLogger("loopfuse")
+
+DEFAULT_WINDOW_SECS: Final = 30.0
+DEFAULT_MAX_REPEATS: Final = 5
+DEFAULT_MAX_SAMPLES_PER_SESSION: Final = 256
+DEFAULT_MAX_SESSIONS: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class LoopDecision:
+    """What :meth:`LoopBreaker.check` decided about one request.
+
+    ``repeats`` counts the live samples with this fingerprint in the session's window,
+    this request included. ``error`` is set when the guard failed internally and let
+    the request through (fail-open) — or refused it, with ``fail_closed=True``.
+    """
+
+    allowed: bool
+    repeats: int
+    session_id: str
+    fingerprint: int | None
+    max_repeats: int
+    window: float
+    error: str | None = None
+
+    @property
+    def message(self) -> str:
+        """A sentence a person or a model can act on."""
+        if self.error is not None:
+            verdict = "allowed" if self.allowed else "refused"
+            return f"loopfuse: request {verdict} because the loop guard failed: {self.error}"
+        if self.allowed:
+            return f"loopfuse: request allowed ({self.repeats} of {self.max_repeats} in window)"
+        return (
+            f"loopfuse: request refused. Session {self.session_id!r} sent this same request "
+            f"{self.repeats} times within {self.window:g}s (limit {self.max_repeats}). "
+            "Sending it unchanged will not give a different result: change the request "
+            f"or wait {self.window:g}s."
+        )
+
+
+class LoopBroken(LoopfuseError):
+    """Raised by :meth:`LoopBreaker.enforce` when a request is refused.
+
+    Carries ``session_id``, ``repeats``, ``fingerprint`` and the whole ``decision``.
+    """
+
+    def __init__(self, decision: LoopDecision) -> None:
+        super().__init__(decision.message)
+        self.decision = decision
+        self.session_id = decision.session_id
+        self.repeats = decision.repeats
+        self.fingerprint = decision.fingerprint
+
+
+class _Session:
+    """One session's window: samples in arrival order plus a live count per fingerprint."""
+
+    __slots__ = ("counts", "samples")
+
+    def __init__(self) -> None:
+        self.samples: deque[tuple[float, int]] = deque()
+        self.counts: dict[int, int] = {}
+
+    def drop_oldest(self) -> None:
+        _, fp = self.samples.popleft()
+        left = self.counts[fp] - 1
+        if left:
+            self.counts[fp] = left
+        else:
+            del self.counts[fp]
+
+    def expire(self, now: float, window: float) -> None:
+        samples = self.samples
+        while samples and now - samples[0][0] >= window:
+            self.drop_oldest()
+
+    def last_seen(self) -> float:
+        return self.samples[-1][0] if self.samples else -math.inf
+
+
+def _window_seconds(window: float | timedelta) -> float:
+    if isinstance(window, timedelta):
+        seconds = window.total_seconds()
+    elif isinstance(window, int | float) and not isinstance(window, bool):
+        seconds = float(window)
+    else:
+        raise ConfigError(
+            f"window must be seconds (int/float) or a timedelta, not {type(window).__name__}"
+        )
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"window must be a positive, finite duration, got {window!r}")
+    return seconds
+
+
+def _count(name: str, value: object, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+class LoopBreaker:
+    """Refuses the (N+1)th identical request intent inside a sliding time window.
+
+    Args:
+        window: the window, in seconds or as a ``timedelta``. A sample is live while
+            ``now - seen < window``.
+        max_repeats: how many identical requests a window may hold. ``0`` disables
+            the breaker: every check allows and records nothing.
+        max_samples_per_session: samples kept per session; the oldest go first.
+        max_sessions: sessions tracked at once. Idle sessions (no live sample) are
+            forgotten first; past the cap the least recently used one is evicted, so a
+            client that invents a session id per request cannot grow memory.
+        clock: seconds as a float; ``time.monotonic`` by default (inject a fake one in tests).
+        fail_closed: refuse, instead of allowing, a request the guard failed to check.
+
+    One instance may be shared by every thread of a server; every operation is O(1)
+    amortised in samples and sessions.
+
+    >>> now = [0.0]
+    >>> breaker = LoopBreaker(window=30, max_repeats=2, clock=lambda: now[0])
+    >>> [breaker.check("s1", 42).allowed for _ in range(3)]
+    [True, True, False]
+    >>> breaker.check("s2", 42).allowed      # sessions are isolated
+    True
+    >>> now[0] = 100.0                       # a whole window later
+    >>> breaker.check("s1", 42).repeats
+    1
+    """
+
+    def __init__(
+        self,
+        window: float | timedelta = DEFAULT_WINDOW_SECS,
+        max_repeats: int = DEFAULT_MAX_REPEATS,
+        *,
+        max_samples_per_session: int = DEFAULT_MAX_SAMPLES_PER_SESSION,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        clock: Callable[[], float] = time.monotonic,
+        fail_closed: bool = False,
+    ) -> None:
+        self.window = _window_seconds(window)
+        self.max_repeats = _count("max_repeats", max_repeats, 0)
+        self.max_samples_per_session = _count("max_samples_per_session", max_samples_per_session, 1)
+        self.max_sessions = _count("max_sessions", max_sessions, 1)
+        if not callable(clock):
+            raise ConfigError("clock must be a callable returning seconds as a float")
+        self.clock = clock
+        self.fail_closed = bool(fail_closed)
+        self.internal_errors = 0
+        """How many checks failed internally (and were let through unless fail_closed)."""
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: object) -> LoopBreaker:
+        """A breaker configured from ``LOOP_WINDOW_SECS`` and ``LOOP_MAX_REPEATS``.
+
+        Defaults 30 and 5 when unset or empty. A value that is not a non-negative
+        integer (a positive one for the window) raises :class:`~loopfuse.ConfigError`
+        naming the variable, rather than silently falling back to a default.
+        Other keyword arguments are passed to the constructor.
+
+        >>> LoopBreaker.from_env({"LOOP_MAX_REPEATS": "3"}).max_repeats
+        3
+        >>> LoopBreaker.from_env({"LOOP_WINDOW_SECS": "thirty"})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        loopfuse.errors.ConfigError: LOOP_WINDOW_SECS must be a positive integer ..., got 'thirty'
+        """
+        env = os.environ if environ is None else environ
+        window = _env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, "positive integer")
+        repeats = _env_int(env, "LOOP_MAX_REPEATS", DEFAULT_MAX_REPEATS, 0, "non-negative integer")
+        return cls(window=window, max_repeats=repeats, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def enabled(self) -> bool:
+        """``False`` when ``max_repeats == 0``: every check allows and records nothing."""
+        return self.max_repeats > 0
+
+    @property
+    def tracked_sessions(self) -> int:
+        """Sessions with at least one live sample (idle ones are forgotten on the way)."""
+        with self._lock:
+            self._forget_idle(self.clock())
+            return len(self._sessions)
+
+    def reset(self, session_id: str | None = None) -> None:
+        """Forget one session's samples, or every session's when ``session_id`` is None."""
+        with self._lock:
+            if session_id is None:
+                self._sessions.clear()
+            else:
+                self._sessions.pop(session_id, None)
+
+    def check(self, session_id: str, fingerprint: int) -> LoopDecision:
+        """Record one request of ``session_id`` and decide whether it may go.
+
+        Raises :class:`~loopfuse.errors.InvalidInputError` when ``session_id`` is not a
+        ``str`` or ``fingerprint`` not an ``int``.
+        """
+        if not isinstance(session_id, str):
+            raise InvalidInputError(f"session_id must be a str, not {type(session_id).__name__}")
+        if not isinstance(fingerprint, int) or isinstance(fingerprint, bool):
+            raise InvalidInputError(f"fingerprint must be an int, not {type(fingerprint).__name__}")
+        if not self.enabled:
+            return LoopDecision(True, 0, session_id, fingerprint, 0, self.window)
+        with self._lock:
+            now = self.clock()
+            sessions = self._sessions
+            self._forget_idle(now)
+            session = sessions.get(session_id)
+            if session is None:
+                if len(sessions) >= self.max_sessions:
+                    sessions.popitem(last=False)  # least recently used
+                session = sessions[session_id] = _Session()
+            else:
+                sessions.move_to_end(session_id)
+                session.expire(now, self.window)
+            if len(session.samples) >= self.max_samples_per_session:
+                session.drop_oldest()
+            session.samples.append((now, fingerprint))
+            repeats = session.counts.get(fingerprint, 0) + 1
+            session.counts[fingerprint] = repeats
+        allowed = repeats <= self.max_repeats
+        return LoopDecision(
+            allowed, repeats, session_id, fingerprint, self.max_repeats, self.window
+        )
+
+    def check_request(self, session_id: str, body: object, path: str = "") -> LoopDecision:
+        """:meth:`check` a request body, fingerprinted with :func:`loopfuse.intent.fingerprint`.
+
+        ``body`` is ``bytes``, ``str`` or a parsed mapping in any dialect ``intent``
+        knows. If fingerprinting fails (a parsed body JSON cannot express, an internal
+        error), the request is let through with ``error`` set, one warning is logged on
+        the ``loopfuse`` logger and :attr:`internal_errors` counts it; with
+        ``fail_closed=True`` it is refused instead.
+
+        >>> breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
+        >>> body = {"model": "m", "messages": [{"role": "user", "content": "again?"}]}
+        >>> breaker.check_request("s", body).allowed, breaker.check_request("s", body).allowed
+        (True, False)
+        """
+        if not isinstance(session_id, str):
+            raise InvalidInputError(f"session_id must be a str, not {type(session_id).__name__}")
+        if not self.enabled:
+            return LoopDecision(True, 0, session_id, None, 0, self.window)
+        try:
+            return self.check(session_id, intent_fingerprint(body, path))
+        except Exception as exc:  # fail open: a guard must never take the request path down
+            return self._failed(session_id, exc)
+
+    def enforce(self, session_id: str, fingerprint: int) -> LoopDecision:
+        """:meth:`check`, raising :class:`LoopBroken` when the request is refused."""
+        decision = self.check(session_id, fingerprint)
+        if not decision.allowed:
+            raise LoopBroken(decision)
+        return decision
+
+    def enforce_request(self, session_id: str, body: object, path: str = "") -> LoopDecision:
+        """:meth:`check_request`, raising :class:`LoopBroken` when the request is refused.
+
+        >>> breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
+        >>> _ = breaker.enforce_request("s", b'{"input": "ping"}')
+        >>> try:
+        ...     breaker.enforce_request("s", b'{"input": "ping"}')
+        ... except LoopBroken as exc:
+        ...     print(exc.session_id, exc.repeats)
+        ...     print(exc)  # doctest: +ELLIPSIS
+        s 2
+        loopfuse: request refused. Session 's' sent this same request 2 times within 30s ...
+        """
+        decision = self.check_request(session_id, body, path)
+        if not decision.allowed:
+            raise LoopBroken(decision)
+        return decision
+
+    def _failed(self, session_id: str, exc: Exception) -> LoopDecision:
+        with self._lock:
+            self.internal_errors += 1
+        action = "refusing" if self.fail_closed else "allowing"
+        logger.warning("loopfuse: LoopBreaker check failed, %s the request: %r", action, exc)
+        return LoopDecision(
+            not self.fail_closed, 0, session_id, None, self.max_repeats, self.window, repr(exc)
+        )
+
+    def _forget_idle(self, now: float) -> None:
+        # Sessions are kept in order of last use, and every use records a sample, so the
+        # first one is the one idle longest: pop while it has no live sample. Each
+        # session is popped at most once, which keeps this O(1) amortised.
+        sessions = self._sessions
+        window = self.window
+        while sessions:
+            oldest = next(iter(sessions.values()))
+            if now - oldest.last_seen() < window:
+                break
+            sessions.popitem(last=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"LoopBreaker(window={self.window:g}, max_repeats={self.max_repeats}, "
+            f"max_sessions={self.max_sessions})"
+        )
+
+
+def _env_int(env: Mapping[str, str], name: str, default: int, minimum: int, what: str) -> int:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        suffix = " number of seconds" if name == "LOOP_WINDOW_SECS" else ""
+        raise ConfigError(f"{name} must be a {what}{suffix}, got {raw!r}")
+    return value

@@ -1,0 +1,236 @@
+"""One canonical, dialect-free form of an LLM request, and its fingerprint.
+
+Every guard sees requests through this module: it is the only part of loopfuse that
+knows what an OpenAI, Anthropic, Gemini or Ollama body looks like.
+
+Dialects (detected from the body; see :func:`detect_dialect`):
+
+==================  ========================================  ==============================
+dialect             body                                      tool calls / results
+==================  ========================================  ==============================
+``openai_chat``     ``messages`` (``system``/``developer``    ``tool_calls[].function``
+                    roles), ``tools``, legacy ``functions``   (arguments: JSON string),
+                                                              ``role: tool`` +
+                                                              ``tool_call_id``, legacy
+                                                              ``function_call``
+``openai_responses`` ``instructions``, ``input`` (string or   ``function_call`` /
+                    items), ``tools``                         ``function_call_output`` items
+                                                              by ``call_id``
+``anthropic``       top-level ``system``, ``messages`` of     ``tool_use`` / ``tool_result``
+                    blocks, ``tools`` (``input_schema``)      blocks by ``tool_use_id``
+``gemini``          ``contents``, ``systemInstruction``,      ``functionCall`` /
+                    ``tools[].functionDeclarations``          ``functionResponse`` parts
+``ollama``          ``messages``, ``tools``, ``options``      ``tool_calls`` with object
+                                                              arguments and no ids
+==================  ========================================  ==============================
+
+The canonical intent is a plain dict::
+
+    {"system": [part, ...],            # omitted when there is no system prompt
+     "messages": [message, ...],
+     "tools": [tool, ...]}             # omitted when no tool is offered
+
+    part    = "text"
+            | {"type": "thinking", "text": ...} | {"type": "image", ...}
+            | {"type": "json", "value": ...}    | {other part, volatile keys removed}
+    message = {"role": "user" | "system", "content": [part, ...]}
+            | {"role": "assistant", "content": [part, ...],
+               "tool_calls": [{"name": ..., "arguments": <parsed JSON>}, ...]}  # if any
+            | {"role": "tool", "call": <index of the call answered> | None,
+               "content": [part, ...], "name": ...?, "is_error": True?}
+            | {"role": "unknown", "value": <junk where a message should be>}
+    tool    = {"name": ..., "description": ...?, "parameters": ...?} | {built-in tool}
+
+Dropped as volatile: sampling parameters, ``stream``/``stream_options``, ``user``,
+``metadata``, ``store``, ``service_tier``, the model, provider ids (``id``, ``call_id``,
+``tool_use_id``, ``tool_call_id``, ``previous_response_id``), ``cache_control``,
+thinking signatures, encrypted and redacted reasoning. Tool results are linked to their
+call by position in the calling turn (``"call"``), which stays the same when a client
+regenerates ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from blake3 import blake3
+
+from loopfuse.errors import InvalidInputError
+from loopfuse.intent._chat import chat_intent
+from loopfuse.intent._gemini import gemini_intent
+from loopfuse.intent._json import (
+    MAX_BODY_BYTES,
+    MAX_DEPTH,
+    NOT_JSON,
+    canonical_json,
+    json_backend,
+    load,
+    parse,
+)
+from loopfuse.intent._parts import str_field
+from loopfuse.intent._responses import responses_intent
+
+__all__ = [
+    "DIALECTS",
+    "MAX_BODY_BYTES",
+    "MAX_DEPTH",
+    "NOT_JSON",
+    "canonical_intent_bytes",
+    "canonical_json",
+    "detect_dialect",
+    "extract_intent",
+    "fingerprint",
+    "json_backend",
+    "load",
+    "parse",
+]
+
+DIALECTS: Final = ("openai_chat", "openai_responses", "anthropic", "gemini", "ollama")
+"""The dialects :func:`detect_dialect` can name."""
+
+_ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+_OLLAMA_FIELDS: Final = frozenset({"options", "keep_alive", "think", "format"})
+
+
+def detect_dialect(body: object) -> str | None:
+    """The dialect of a request body, or ``None`` when it is not a known LLM request.
+
+    >>> detect_dialect({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    'openai_chat'
+    >>> detect_dialect({"system": "be brief", "messages": []})
+    'anthropic'
+    >>> detect_dialect({"contents": [{"parts": [{"text": "hi"}]}]})
+    'gemini'
+    >>> detect_dialect(b'{"input": "hi"}')
+    'openai_responses'
+    >>> detect_dialect(b"not json") is None
+    True
+    """
+    value = load(body)
+    if not isinstance(value, dict):
+        return None
+    messages = value.get("messages")
+    if isinstance(messages, list):
+        if "system" in value or "anthropic_version" in value:
+            return "anthropic"
+        if any(key in value for key in _OLLAMA_FIELDS):
+            return "ollama"
+        for message in messages:
+            if not isinstance(message, dict):
+                continue
+            content = message.get("content")
+            if isinstance(content, list) and any(
+                isinstance(block, dict) and str_field(block, "type") in _ANTHROPIC_BLOCKS
+                for block in content
+            ):
+                return "anthropic"
+            if "images" in message or "tool_name" in message or "thinking" in message:
+                return "ollama"
+            calls = message.get("tool_calls")
+            if isinstance(calls, list) and any(
+                isinstance(call, dict)
+                and isinstance(call.get("function"), dict)
+                and isinstance(call["function"].get("arguments"), dict)
+                for call in calls
+            ):
+                return "ollama"
+        return "openai_chat"
+    if isinstance(value.get("contents"), list):
+        return "gemini"
+    if isinstance(value.get("input"), str | list):
+        return "openai_responses"
+    return None
+
+
+def _intent_of(value: object) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("messages"), list):
+        return chat_intent(value)
+    if isinstance(value.get("contents"), list):
+        return gemini_intent(value)
+    if isinstance(value.get("input"), str | list):
+        return responses_intent(value)
+    return None
+
+
+def extract_intent(body: object) -> dict[str, Any] | None:
+    """The canonical intent of an LLM request, or ``None`` when it is not one.
+
+    ``body`` may be ``bytes``, ``str`` or an already-parsed mapping. Never raises on
+    ``bytes``/``str``: a body that is not JSON, or not a request of a known dialect,
+    gives ``None``.
+
+    >>> call = {"id": "call_9", "type": "function",
+    ...         "function": {"name": "ls", "arguments": '{"path": "."}'}}
+    >>> body = {"model": "gpt-4o", "temperature": 0.2, "messages": [
+    ...     {"role": "system", "content": "You are terse."},
+    ...     {"role": "user", "content": "List files."},
+    ...     {"role": "assistant", "content": None, "tool_calls": [call]},
+    ...     {"role": "tool", "tool_call_id": "call_9", "content": "a.py"}]}
+    >>> extract_intent(body) == {
+    ...     "system": ["You are terse."],
+    ...     "messages": [
+    ...         {"role": "user", "content": ["List files."]},
+    ...         {"role": "assistant", "content": [],
+    ...          "tool_calls": [{"name": "ls", "arguments": {"path": "."}}]},
+    ...         {"role": "tool", "call": 0, "content": ["a.py"]}]}
+    True
+    """
+    return _intent_of(load(body))
+
+
+def canonical_intent_bytes(body: object) -> bytes | None:
+    """Canonical JSON of the intent of ``body``; ``None`` when it is not an LLM request.
+
+    >>> canonical_intent_bytes({"input": "hi", "temperature": 1})
+    b'{"messages":[{"content":["hi"],"role":"user"}]}'
+    """
+    intent = _intent_of(load(body))
+    return None if intent is None else canonical_json(intent)
+
+
+def _path_bytes(path: object) -> bytes:
+    if not isinstance(path, str):
+        raise InvalidInputError(f"path must be a str, not {type(path).__name__}")
+    return path.encode("utf-8", "surrogatepass")
+
+
+def fingerprint(body: object, path: str = "") -> int:
+    """The 64-bit fingerprint of a request's intent.
+
+    ``blake3(path + "\\n" + canonical intent)``, first 8 bytes read as a little-endian
+    unsigned integer. Two bodies that ask the same thing (ids regenerated, cache
+    breakpoints moved, temperature changed, keys reordered) fingerprint the same.
+
+    Fallbacks, so that any ``bytes``/``str`` gets a fingerprint and none raises:
+    JSON that is not a known dialect hashes the canonical JSON of the whole value;
+    a body that is not JSON (see :func:`parse`) hashes its raw bytes (a ``str`` as
+    UTF-8, lone surrogates kept as ``surrogatepass`` bytes). An already-parsed value
+    that JSON cannot express raises :class:`~loopfuse.errors.InvalidInputError`.
+
+    >>> a = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
+    >>> b = {"messages": [{"content": "hi", "role": "user"}], "model": "m", "temperature": 1}
+    >>> fingerprint(a) == fingerprint(b)
+    True
+    >>> fingerprint(a, path="/v1/chat/completions") == fingerprint(a)
+    False
+    >>> fingerprint(b'{"messages": [{"role": "user", "content": "hi"}]}')
+    7915524336615399434
+    """
+    prefix = _path_bytes(path) + b"\n"
+    value = load(body)
+    if value is NOT_JSON:
+        if isinstance(body, str):
+            data = body.encode("utf-8", "surrogatepass")
+        elif isinstance(body, bytes | bytearray | memoryview):
+            data = bytes(body)
+        else:
+            raise InvalidInputError(
+                f"cannot fingerprint a {type(body).__name__}: "
+                f"pass bytes, str, or a JSON-compatible mapping nested at most {MAX_DEPTH} deep"
+            )
+    else:
+        intent = _intent_of(value)
+        data = canonical_json(value if intent is None else intent)
+    return int.from_bytes(blake3(prefix + data).digest(8), "little")

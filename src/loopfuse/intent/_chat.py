@@ -1,0 +1,158 @@
+"""``messages``-style bodies: OpenAI Chat Completions, Anthropic Messages and Ollama.
+
+The three share one walk: each knows a superset of the same message shapes (string or
+block content, ``tool_calls`` with string or object arguments, ``tool_use`` /
+``tool_result`` blocks), so one tolerant normaliser serves all of them and a body that
+mixes spellings still has one well-defined intent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopfuse.intent._parts import (
+    CallLinker,
+    Part,
+    add_part,
+    content_parts,
+    str_field,
+    tool_call,
+    tool_declarations,
+)
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def chat_intent(body: dict[str, Any]) -> dict[str, Any]:
+    """The canonical intent of a body with a ``messages`` list."""
+    system: list[Part] = content_parts(body.get("system"))  # Anthropic's top-level system
+    messages: list[dict[str, Any]] = []
+    linker = CallLinker()
+    leading = True  # system/developer messages before the first other one are the prompt
+    for message in body["messages"]:
+        if not isinstance(message, dict):
+            messages.append({"role": "unknown", "value": message})
+            leading = False
+            continue
+        role = str_field(message, "role")
+        if role in _SYSTEM_ROLES:
+            parts = content_parts(message.get("content"))
+            if leading:
+                system.extend(parts)
+            else:
+                messages.append({"role": "system", "content": parts})
+            continue
+        leading = False
+        if role == "assistant":
+            messages.append(_assistant(message, linker))
+        elif role == "tool":
+            messages.append(_tool_result(message, linker))
+        elif role == "function":  # legacy OpenAI function result
+            name = message.get("name")
+            result: dict[str, Any] = {
+                "role": "tool",
+                "call": linker.link(None, name if isinstance(name, str) else ""),
+                "content": content_parts(message.get("content")),
+            }
+            if isinstance(name, str):
+                result["name"] = name
+            messages.append(result)
+        elif role == "user":
+            _user(message, linker, messages)
+        elif role is not None:
+            messages.append({"role": role, "content": content_parts(message.get("content"))})
+        else:
+            messages.append({"role": "unknown", "value": message})
+    intent: dict[str, Any] = {"messages": messages}
+    if system:
+        intent["system"] = system
+    tools = tool_declarations(body.get("tools", body.get("functions")))
+    if tools:
+        intent["tools"] = tools
+    return intent
+
+
+def _assistant(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:
+    parts: list[Part] = []
+    calls: list[dict[str, Any]] = []
+    ids: list[object] = []
+    content = message.get("content")
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, dict) and block.get("type") == "tool_use":  # Anthropic
+            calls.append(tool_call(block.get("name"), block.get("input")))
+            ids.append(block.get("id"))
+        elif block is not None:
+            add_part(parts, block)
+    thinking = message.get("thinking")  # Ollama keeps reasoning beside the content
+    if isinstance(thinking, str) and thinking:
+        parts.insert(0, {"type": "thinking", "text": thinking})
+    raw_calls = message.get("tool_calls")
+    if isinstance(raw_calls, list):
+        for raw in raw_calls:
+            if not isinstance(raw, dict):
+                calls.append({"name": "", "arguments": raw})
+                ids.append(None)
+                continue
+            function = raw.get("function", raw.get("custom"))
+            if isinstance(function, dict):
+                arguments = function.get("arguments", function.get("input"))
+                calls.append(tool_call(function.get("name"), arguments))
+            else:
+                calls.append(tool_call(raw.get("name"), raw.get("arguments")))
+            ids.append(raw.get("id"))
+    elif raw_calls is not None:
+        calls.append({"name": "", "arguments": raw_calls})
+        ids.append(None)
+    function_call = message.get("function_call")  # legacy OpenAI
+    if isinstance(function_call, dict):
+        calls.append(tool_call(function_call.get("name"), function_call.get("arguments")))
+        ids.append(None)
+    canon: dict[str, Any] = {"role": "assistant", "content": parts}
+    if calls:
+        canon["tool_calls"] = calls
+        linker.start_turn(ids, [call["name"] for call in calls])
+    return canon
+
+
+def _tool_result(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:
+    name = message.get("tool_name", message.get("name"))
+    result: dict[str, Any] = {
+        "role": "tool",
+        "call": linker.link(message.get("tool_call_id"), name),
+        "content": content_parts(message.get("content")),
+    }
+    if isinstance(name, str):
+        result["name"] = name
+    return result
+
+
+def _user(message: dict[str, Any], linker: CallLinker, messages: list[dict[str, Any]]) -> None:
+    """A user message; Anthropic ``tool_result`` blocks become ``tool`` messages first."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        messages.append({"role": "user", "content": content_parts(content)})
+        _images(message, messages[-1])
+        return
+    parts: list[Part] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            result: dict[str, Any] = {
+                "role": "tool",
+                "call": linker.link(block.get("tool_use_id")),
+                "content": content_parts(block.get("content")),
+            }
+            if block.get("is_error") is True:
+                result["is_error"] = True
+            messages.append(result)
+        else:
+            add_part(parts, block)
+    if parts or not any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    ):
+        messages.append({"role": "user", "content": parts})
+
+
+def _images(message: dict[str, Any], canon: dict[str, Any]) -> None:
+    images = message.get("images")  # Ollama: base64 strings beside the text
+    if isinstance(images, list):
+        canon["content"].extend({"type": "image", "data": image} for image in images)

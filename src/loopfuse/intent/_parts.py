@@ -1,0 +1,238 @@
+"""Pieces every dialect shares: content parts, tool calls, tool declarations, linking.
+
+Each function takes whatever the client sent — including junk of the wrong type — and
+returns plain JSON values in the canonical shape documented in :mod:`loopfuse.intent`.
+Nothing here raises on a malformed body: junk is kept (minus volatile keys) so that two
+different junk bodies still fingerprint differently.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from loopfuse.intent._json import NOT_JSON, load
+
+# Keys that change between two sends of the same request without changing what is
+# asked: provider ids, prompt-cache breakpoints, signatures and encrypted blobs.
+VOLATILE_KEYS: Final = frozenset(
+    {
+        "id",
+        "call_id",
+        "tool_call_id",
+        "tool_use_id",
+        "cache_control",
+        "signature",
+        "thoughtSignature",
+        "thought_signature",
+        "encrypted_content",
+        "status",
+    }
+)
+
+_TEXT_TYPES: Final = frozenset({"text", "input_text", "output_text"})
+_DROPPED_TYPES: Final = frozenset({"redacted_thinking", "reasoning"})
+
+Part = str | dict[str, Any]
+
+
+def without_volatile(value: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``value`` without the :data:`VOLATILE_KEYS` (top level only)."""
+    return {k: v for k, v in value.items() if k not in VOLATILE_KEYS}
+
+
+def str_field(value: dict[str, Any], key: str) -> str | None:
+    """``value[key]`` when it is a string, else ``None`` (junk may be unhashable)."""
+    field = value.get(key)
+    return field if isinstance(field, str) else None
+
+
+def content_parts(content: object) -> list[Part]:
+    """Canonical parts of a message's ``content`` in any dialect.
+
+    >>> content_parts("hi")
+    ['hi']
+    >>> content_parts([{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}])
+    ['hi']
+    >>> content_parts(None), content_parts(""), content_parts([])
+    ([], [], [])
+    """
+    out: list[Part] = []
+    if content is None:
+        return out
+    if isinstance(content, list):
+        for part in content:
+            add_part(out, part)
+    else:
+        add_part(out, content)
+    return out
+
+
+def add_part(out: list[Part], part: object) -> None:
+    """Append the canonical form of one content part (or nothing for a dropped one)."""
+    if isinstance(part, str):
+        if part:
+            out.append(part)
+        return
+    if not isinstance(part, dict):
+        out.append({"type": "json", "value": part})
+        return
+    kind = str_field(part, "type")
+    if kind in _TEXT_TYPES and isinstance(part.get("text"), str):
+        if part["text"]:
+            out.append(part["text"])  # annotations, citations, cache_control: not the ask
+        return
+    if kind == "thinking":
+        thinking = part.get("thinking")
+        if isinstance(thinking, str) and thinking:
+            out.append({"type": "thinking", "text": thinking})
+        return
+    if kind in _DROPPED_TYPES:
+        return  # encrypted or redacted reasoning: opaque, and regenerated per call
+    if kind == "image_url":
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        canon: dict[str, Any] = {"type": "image", "url": url}
+        if isinstance(image, dict) and image.get("detail") is not None:
+            canon["detail"] = image["detail"]
+        out.append(canon)
+        return
+    if kind == "input_image":
+        canon = {"type": "image", "url": part.get("image_url"), "file_id": part.get("file_id")}
+        if part.get("detail") is not None:
+            canon["detail"] = part["detail"]
+        out.append({k: v for k, v in canon.items() if v is not None})
+        return
+    out.append(without_volatile(part))
+
+
+def parse_arguments(arguments: object) -> object:
+    """Tool-call arguments as a JSON value: a JSON string is parsed, junk kept as is.
+
+    >>> parse_arguments('{"path": "a.py"}')
+    {'path': 'a.py'}
+    >>> parse_arguments("not json")
+    'not json'
+    """
+    if isinstance(arguments, str):
+        value = load(arguments)
+        return arguments if value is NOT_JSON else value
+    return arguments
+
+
+def tool_call(name: object, arguments: object) -> dict[str, Any]:
+    """One canonical tool call; a missing name is ``""`` and missing arguments ``{}``."""
+    return {
+        "name": name if isinstance(name, str) else "",
+        "arguments": {} if arguments is None else parse_arguments(arguments),
+    }
+
+
+def tool_declarations(tools: object) -> list[Any]:
+    """Canonical tools offered: ``{"name", "description", "parameters"}`` per function.
+
+    OpenAI Chat (``{"type": "function", "function": {...}}``), OpenAI Responses (flat),
+    Anthropic (``input_schema``), Gemini (``functionDeclarations``) and Ollama all map to
+    the same shape; provider built-in tools are kept as sent, minus volatile keys.
+    ``None`` and ``[]`` both give ``[]``.
+    """
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        return [{"type": "json", "value": tools}]
+    out: list[Any] = []
+    for tool in tools:
+        if not isinstance(tool, dict):
+            out.append({"type": "json", "value": tool})
+            continue
+        function = tool.get("function")
+        declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
+        if isinstance(function, dict):
+            out.append(_function(function, "parameters"))
+        elif isinstance(declarations, list):
+            for declaration in declarations:
+                if isinstance(declaration, dict):
+                    out.append(_function(declaration, "parameters"))
+                else:
+                    out.append({"type": "json", "value": declaration})
+            rest = {
+                k: v
+                for k, v in tool.items()
+                if k not in ("functionDeclarations", "function_declarations")
+            }
+            if rest:
+                out.append(without_volatile(rest))
+        elif "input_schema" in tool:
+            out.append(_function(tool, "input_schema"))
+        elif tool.get("type") == "function" and "name" in tool:
+            out.append(_function(tool, "parameters"))
+        else:
+            out.append(without_volatile(tool))
+    return out
+
+
+def _function(declaration: dict[str, Any], schema_key: str) -> dict[str, Any]:
+    canon: dict[str, Any] = {"name": declaration.get("name")}
+    if declaration.get("description") is not None:
+        canon["description"] = declaration["description"]
+    schema = declaration.get(schema_key)
+    if schema is None and schema_key == "parameters":
+        schema = declaration.get("parametersJsonSchema", declaration.get("parameters_json_schema"))
+    if schema is not None:
+        canon["parameters"] = schema
+    if declaration.get("strict") is not None:
+        canon["strict"] = declaration["strict"]
+    return canon
+
+
+class CallLinker:
+    """Links tool results to the call they answer, by position in the calling turn.
+
+    Provider ids (``tool_call_id``, ``call_id``, ``tool_use_id``, Gemini ``id``) are
+    regenerated by clients, so the intent replaces them with the index of the call in
+    the nearest preceding assistant turn that made calls. A result whose id is missing
+    while the calls had ids, unknown, or shared by two calls links to ``None``. Results
+    in a dialect without ids (Ollama, Gemini without ids) link by tool name, then by
+    order.
+    """
+
+    __slots__ = ("_ids", "_names", "_next", "_used")
+
+    def __init__(self) -> None:
+        self._ids: list[object] = []
+        self._names: list[str] = []
+        self._used: set[int] = set()
+        self._next = 0
+
+    def start_turn(self, ids: list[object], names: list[str]) -> None:
+        """An assistant turn made these calls (ids ``None`` where the dialect has none)."""
+        self._ids = ids
+        self._names = names
+        self._used = set()
+        self._next = 0
+
+    def link(self, result_id: object, name: object = None) -> int | None:
+        """Index of the call a result answers, or ``None`` when it cannot be known."""
+        index = self._find(result_id, name)
+        if index is not None:
+            self._used.add(index)
+        self._next += 1
+        return index
+
+    def _find(self, result_id: object, name: object) -> int | None:
+        ids = self._ids
+        if isinstance(result_id, str) and result_id:
+            if ids.count(result_id) != 1:
+                return None
+            return ids.index(result_id)
+        if any(call_id is not None for call_id in ids):
+            return None  # the calls had ids and this result has none: ambiguous
+        if isinstance(name, str) and name:
+            for index, call_name in enumerate(self._names):
+                if call_name == name and index not in self._used:
+                    return index
+            return None
+        position = self._next
+        if position < len(ids) and position not in self._used:
+            return position
+        # Order broken by an earlier result linked by name: the first call still open.
+        return next((i for i in range(len(ids)) if i not in self._used), None)

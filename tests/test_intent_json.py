@@ -1,0 +1,171 @@
+"""intent.parse / load / canonical_json: tolerant parsing and one canonical form."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from collections.abc import Iterator
+
+import pytest
+
+from loopfuse.errors import InvalidInputError, LoopfuseError
+from loopfuse.intent import MAX_BODY_BYTES, MAX_DEPTH, NOT_JSON, canonical_json, load, parse
+from loopfuse.intent import _json as backend
+
+BACKENDS = ["json", "orjson"] if backend._orjson is not None else ["json"]
+
+
+@pytest.fixture(params=BACKENDS)
+def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    original = backend.json_backend()
+    backend._set_backend(request.param)
+    yield request.param
+    backend._set_backend(original)
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.usefixtures("json_backend")
+class TestParse:
+    def test_bytes_str_and_parsed_values(self) -> None:
+        assert parse(b'{"a": [1, 2]}') == {"a": [1, 2]}
+        assert parse('{"a": [1, 2]}') == {"a": [1, 2]}
+        assert parse(bytearray(b"[1]")) == [1]
+        assert parse(memoryview(b"[1]")) == [1]
+        value = {"already": "parsed"}
+        assert parse(value) is value
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            b"",
+            b"   ",
+            b"{",
+            b'{"a": 1,}',
+            b"[1, 2",
+            b"\xff\xfe\x00{",  # not UTF-8 (UTF-16 BOM): never guessed
+            b"\xef\xbb\xbf{}",  # UTF-8 BOM
+            b'{"a": "\x01"}',  # raw control character in a string
+            b'{"a": "\xc3"}',  # truncated UTF-8 sequence
+            "\ud800",  # a lone surrogate outside a string
+            b"\x00" * 100,
+            b"undefined",
+            b"1" * 5000,  # an integer over the int-to-str digit limit
+        ],
+    )
+    def test_not_json_gives_none(self, body: bytes | str) -> None:
+        assert parse(body) is None
+        assert load(body) is NOT_JSON
+
+    def test_null_is_told_apart_from_not_json(self) -> None:
+        assert parse(b"null") is None
+        assert load(b"null") is None
+        assert load(b"nul") is NOT_JSON
+        assert not NOT_JSON
+        assert repr(NOT_JSON) == "NOT_JSON"
+
+    def test_non_body_types_are_not_json(self) -> None:
+        for junk in (42, 4.2, None, object(), {1, 2}):
+            assert parse(junk) is None
+
+    def test_depth_limit_is_exact_and_backend_independent(self) -> None:
+        assert parse(nested(MAX_DEPTH)) is not None
+        assert parse(nested(MAX_DEPTH + 1)) is None
+        # Deep enough to break either backend's own parser: still a quiet None.
+        assert parse(nested(100_000)) is None
+        assert parse(b'{"a":' * 50_000 + b"1" + b"}" * 50_000) is None
+
+    def test_depth_limit_applies_to_parsed_values(self) -> None:
+        deep: list[object] = []
+        cursor = deep
+        for _ in range(MAX_DEPTH):
+            inner: list[object] = []
+            cursor.append(inner)
+            cursor = inner
+        assert parse(deep) is None
+        assert parse(deep[0]) is not None
+
+    def test_size_limit(self) -> None:
+        big = b'"' + b"a" * MAX_BODY_BYTES + b'"'
+        assert parse(big) is None
+        assert parse(big.decode()) is None
+
+    def test_nan_and_infinity_are_accepted(self) -> None:
+        value = parse(b"[NaN, Infinity, -Infinity]")
+        assert isinstance(value, list)
+        assert math.isnan(value[0])
+        assert value[1:] == [math.inf, -math.inf]
+
+    def test_lone_surrogate_escape_inside_a_string(self) -> None:
+        assert parse(b'["\\ud800"]') == ["\ud800"]
+
+    def test_duplicate_keys_last_wins(self) -> None:
+        assert parse(b'{"a": 1, "a": 2}') == {"a": 2}
+
+
+@pytest.mark.usefixtures("json_backend")
+class TestCanonicalJson:
+    def test_sorted_compact_utf8(self) -> None:
+        assert canonical_json({"b": 1, "a": {"d": [True, None], "c": "é"}}) == (
+            '{"a":{"c":"é","d":[true,null]},"b":1}'.encode()
+        )
+
+    def test_key_order_does_not_matter(self) -> None:
+        assert canonical_json({"x": 1, "y": 2}) == canonical_json(OrderedDict(y=2, x=1))
+
+    def test_number_rule(self) -> None:
+        assert canonical_json([1.0, -0.0, 2.5, 1e-5, 1e16, 1e300]) == (
+            b"[1,0,2.5,1e-05,10000000000000000," + str(int(1e300)).encode() + b"]"
+        )
+        assert canonical_json([math.nan, math.inf, -math.inf]) == b'["NaN","Infinity","-Infinity"]'
+        # Integers are read as doubles: beyond 2**53 they round like any double.
+        assert canonical_json(2**70 + 1) == canonical_json(float(2**70)) == str(2**70).encode()
+        assert canonical_json(10**400) == b'"Infinity"'
+        assert canonical_json(True) == b"true"  # bool is not a number
+
+    def test_strings_escape_like_the_standard_library(self) -> None:
+        text = "".join(chr(i) for i in range(0x20)) + '"\\/\x7f\u2028é😀'
+        assert canonical_json(text) == json.dumps(text, ensure_ascii=False).encode()
+
+    def test_lone_surrogate_written_as_escape(self) -> None:
+        assert canonical_json(["\ud800x"]) == b'["\\ud800x"]'
+        assert canonical_json({"\udfff": 1}) == b'{"\\udfff":1}'
+
+    def test_tuples_and_subclasses(self) -> None:
+        class Text(str):
+            pass
+
+        class Number(int):
+            pass
+
+        assert canonical_json((1, Text("a"), Number(3))) == b'[1,"a",3]'
+
+    def test_non_string_keys_written_as_json_dumps_would(self) -> None:
+        assert canonical_json({2: "a", True: "b", None: "c", 1.5: "d"}) == (
+            b'{"1.5":"d","2":"a","null":"c","true":"b"}'
+        )
+
+    @pytest.mark.parametrize("junk", [object(), {1, 2}, b"bytes", {"k": object()}, {(1, 2): 3}])
+    def test_values_json_cannot_express(self, junk: object) -> None:
+        with pytest.raises(InvalidInputError) as caught:
+            canonical_json(junk)
+        assert isinstance(caught.value, LoopfuseError)
+        assert isinstance(caught.value, TypeError)
+
+    def test_too_deep(self) -> None:
+        deep: list[object] = []
+        cursor = deep
+        for _ in range(MAX_DEPTH + 5):
+            inner: list[object] = []
+            cursor.append(inner)
+            cursor = inner
+        with pytest.raises(InvalidInputError, match="MAX_DEPTH"):
+            canonical_json(deep)
+
+
+def test_backend_switch_is_validated() -> None:
+    with pytest.raises(ValueError, match="unknown JSON backend"):
+        backend._set_backend("simdjson")

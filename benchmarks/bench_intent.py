@@ -1,7 +1,8 @@
 """Cost of fingerprinting and of LoopBreaker checks, as ratios to ``json.loads``.
 
 Run: ``python benchmarks/bench_intent.py``. Every figure is measured in this run on
-this machine; the baseline is ``json.loads`` of the same ~50 KB agent request.
+this machine, round-robin (see ``timing.py``); the baseline is ``json.loads`` of the
+same ~47 KB agent request (system prompt, 20 tool turns, 15 tools).
 
 Targets (issue 2): ``intent.fingerprint`` <= 1.0x json.loads with orjson (the ``fast``
 extra), <= 3.0x without; ``LoopBreaker.check`` flat (within 1.5x) from 1 to 100,000
@@ -11,79 +12,77 @@ live sessions.
 from __future__ import annotations
 
 import json
-import time
+import random
 from collections.abc import Callable
 
 from bodies import agent_request_bytes
 from loopfuse import LoopBreaker, intent
 from loopfuse.intent import _json
+from timing import interleaved, report
 
 
-def best_of(fn: Callable[[], object], number: int, repeat: int = 7) -> float:
-    """Best mean seconds per call over ``repeat`` rounds of ``number`` calls."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
+def with_backend(name: str, fn: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        _json._set_backend(name)
+        return fn()
+
+    return run
 
 
-def check_cost(sessions: int) -> float:
-    """Seconds per ``check`` with ``sessions`` live sessions (fake clock, all live)."""
-    now = [0.0]
-    breaker = LoopBreaker(
-        window=3600, max_repeats=5, max_sessions=sessions + 1, clock=lambda: now[0]
-    )
-    for i in range(sessions):
-        breaker.check(f"session-{i}", i)
-    names = [f"session-{i}" for i in range(sessions)]
-    count = len(names)
-    state = [0]
-
-    def one() -> None:
-        i = state[0] = (state[0] + 7919) % count
-        breaker.check(names[i], i & 3)
-
-    return best_of(one, 20_000, repeat=5)
-
-
-def measure(backend: str, body: bytes) -> list[tuple[str, float]]:
-    breaker = LoopBreaker(window=30, max_repeats=10**9, clock=lambda: 0.0)
+def intent_costs(body: bytes) -> None:
     path = "/v1/chat/completions"
-    return [
-        (f"intent.parse [{backend}]", best_of(lambda: intent.parse(body), 300)),
-        (f"intent.extract_intent [{backend}]", best_of(lambda: intent.extract_intent(body), 300)),
-        (f"intent.fingerprint [{backend}]", best_of(lambda: intent.fingerprint(body, path), 300)),
-        (
-            f"LoopBreaker.check_request [{backend}]",
-            best_of(lambda: breaker.check_request("s", body, path), 300),
-        ),
-    ]
+    breaker = LoopBreaker(window=30, max_repeats=10**9, clock=lambda: 0.0)
+    candidates: dict[str, Callable[[], object]] = {
+        "json.loads (baseline)": lambda: json.loads(body)
+    }
+    backends = ["json", "orjson"] if _json._orjson is not None else ["json"]
+    for name in backends:
+        candidates[f"intent.parse [{name}]"] = with_backend(name, lambda: intent.parse(body))
+        candidates[f"intent.extract_intent [{name}]"] = with_backend(
+            name, lambda: intent.extract_intent(body)
+        )
+        candidates[f"intent.fingerprint [{name}]"] = with_backend(
+            name, lambda: intent.fingerprint(body, path)
+        )
+        candidates[f"LoopBreaker.check_request [{name}]"] = with_backend(
+            name, lambda: breaker.check_request("s", body, path)
+        )
+    original = intent.json_backend()
+    try:
+        results = interleaved(candidates)
+    finally:
+        _json._set_backend(original)
+    report(results, "json.loads (baseline)")
+
+
+def session_costs() -> None:
+    """``check`` with N live sessions, each check on a random one of them (fake clock)."""
+    candidates: dict[str, Callable[[], object]] = {}
+    for sessions in (1, 100, 10_000, 100_000):
+        breaker = LoopBreaker(window=3600, max_repeats=5, max_sessions=sessions, clock=lambda: 0.0)
+        names = [f"session-{i}" for i in range(sessions)]
+        for i, name in enumerate(names):
+            breaker.check(name, i)
+        order = [random.Random(sessions).randrange(sessions) for _ in range(4096)]
+        position = [0]
+
+        def one(breaker: LoopBreaker = breaker, names: list[str] = names,
+                order: list[int] = order, position: list[int] = position) -> None:  # fmt: skip
+            i = order[position[0] & 4095]
+            position[0] += 1
+            breaker.check(names[i], i & 3)
+
+        candidates[f"LoopBreaker.check, {sessions:,} live sessions"] = one
+    results = interleaved(candidates, number=2000, rounds=9)
+    report(results, "LoopBreaker.check, 1 live sessions")
 
 
 def main() -> None:
     body = agent_request_bytes()
-    print(f"body: {len(body):,} bytes, orjson available: {_json._orjson is not None}")
-    base = best_of(lambda: json.loads(body), 300)
-    print(f"{'json.loads (baseline)':<42} {base * 1e6:9.1f} us   1.00x")
-    rows: list[tuple[str, float]] = []
-    backends = ["json", "orjson"] if _json._orjson is not None else ["json"]
-    original = intent.json_backend()
-    for backend in backends:
-        _json._set_backend(backend)
-        rows.extend(measure(backend, body))
-    _json._set_backend(original)
-    for name, seconds in rows:
-        print(f"{name:<42} {seconds * 1e6:9.1f} us {seconds / base:6.2f}x")
+    print(f"body: {len(body):,} bytes; orjson installed: {_json._orjson is not None}")
+    intent_costs(body)
     print()
-    print("LoopBreaker.check with N live sessions (ratio to N=1):")
-    first = None
-    for sessions in (1, 100, 10_000, 100_000):
-        cost = check_cost(sessions)
-        first = first or cost
-        print(f"  N={sessions:>7,}  {cost * 1e9:8.0f} ns/check  {cost / first:5.2f}x")
+    session_costs()
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ def agent_request(turns: int = 20, tools: int = 15, seed: int = 7) -> dict[str, 
                 ],
             }
         )
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": _code(rng, 8)})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": _code(rng, 14)})
     return {
         "model": "gpt-4o",
         "temperature": 0.2,

@@ -101,3 +101,29 @@ def test_arbitrary_bytes_are_backend_independent(body: bytes) -> None:
 def test_edge_bodies_are_backend_independent(body: bytes) -> None:
     plain, fast = both(lambda: intent.fingerprint(body, "/p"))
     assert plain == fast
+
+
+@settings(max_examples=500, deadline=None)
+@given(json_values)
+def test_fast_path_equals_the_reference_writer(value: Any) -> None:
+    """Whatever a C serialiser writes for a parsed body must be what `_write` writes."""
+    body = json.dumps(value).encode()
+    for name in ("json", "orjson"):
+        with using(name):
+            parsed, trusted = backend.load_trusted(body)
+            assert backend.dumps_trusted(parsed, trusted) == intent.canonical_json(parsed)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_format_float_is_what_a_conforming_orjson_writes(value: float) -> None:
+    if not backend._ORJSON_WRITES:
+        pytest.skip("this orjson formats floats differently: it is only used for parsing")
+    assert backend._orjson is not None
+    assert backend._orjson.dumps(value).decode() == intent.format_float(value)
+    assert float(intent.format_float(value)) == value  # and it round-trips
+
+
+def test_installed_orjson_follows_the_rules() -> None:
+    # The test extra pins a version that does; if this fails, the fast path is off.
+    assert backend._ORJSON_WRITES

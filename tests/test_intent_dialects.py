@@ -233,7 +233,7 @@ SAME: list[tuple[str, str, Callable[[Body], None]]] = [
         b["messages"][3].update(tool_call_id="call_Y")]),
     ("openai_chat", "model changed", lambda b: b.update(model="gpt-4.1")),
     ("openai_chat", "arguments re-serialised", lambda b: b["messages"][2]["tool_calls"][0][
-        "function"].update(arguments='{ "n" : 1.0 ,"cmd":"pytest"}')),
+        "function"].update(arguments='{ "n" : 1 ,"cmd":"pytest"}')),
     ("openai_chat", "string content vs text part", lambda b: b["messages"][1].update(
         content=[{"type": "text", "text": "Fix the failing test."}])),
     ("openai_responses", "reasoning item regenerated", lambda b: b["input"][1].update(

@@ -42,8 +42,8 @@ def test_pinned_values(body: bytes, path: str, value: int) -> None:
 
 def test_definition() -> None:
     assert fingerprint(CHAT) == expected("", b'{"messages":[{"content":["hi"],"role":"user"}]}')
-    unknown = b'{"z": 1, "a": [1.0]}'
-    assert fingerprint(unknown, "/x") == expected("/x", b'{"a":[1],"z":1}')
+    unknown = b'{"z": 1, "a": [1.0, 1e-5, 1e16]}'
+    assert fingerprint(unknown, "/x") == expected("/x", b'{"a":[1.0,0.00001,1e+16],"z":1}')
     junk = b"\x00\x01 not json"
     assert fingerprint(junk, "/x") == expected("/x", junk)
     assert fingerprint("not json é", "") == expected("", "not json é".encode())

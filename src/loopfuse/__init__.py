@@ -3,6 +3,7 @@
 Call a guard before every LLM request:
 
 - :class:`LoopBreaker` refuses the same request intent sent again and again.
+- :class:`DedupCache` answers an identical request from cache instead of paying again.
 - :mod:`loopfuse.intent` turns any OpenAI, Anthropic, Gemini or Ollama request body into
   one canonical intent and fingerprints it.
 
@@ -16,17 +17,31 @@ from __future__ import annotations
 
 from loopfuse import intent
 from loopfuse.breaker import LoopBreaker, LoopBroken, LoopDecision
+from loopfuse.dedup import (
+    CachedResponse,
+    DedupCache,
+    DedupStats,
+    RequestKey,
+    SingleFlightReentryError,
+    SingleFlightTimeoutError,
+)
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "CachedResponse",
     "ConfigError",
+    "DedupCache",
+    "DedupStats",
     "InvalidInputError",
     "LoopBreaker",
     "LoopBroken",
     "LoopDecision",
     "LoopfuseError",
+    "RequestKey",
+    "SingleFlightReentryError",
+    "SingleFlightTimeoutError",
     "__version__",
     "intent",
 ]

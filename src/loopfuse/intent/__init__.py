@@ -51,7 +51,8 @@ regenerates ids.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Collection
+from typing import Any, Final, NamedTuple
 
 from blake3 import blake3
 
@@ -63,11 +64,14 @@ from loopfuse.intent._json import (
     MAX_DEPTH,
     NOT_JSON,
     canonical_json,
+    dumps_trusted,
+    format_float,
     json_backend,
     load,
+    load_trusted,
     parse,
 )
-from loopfuse.intent._parts import str_field
+from loopfuse.intent._parts import Walk
 from loopfuse.intent._responses import responses_intent
 
 __all__ = [
@@ -75,11 +79,14 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_DEPTH",
     "NOT_JSON",
+    "Analysis",
+    "analyse",
     "canonical_intent_bytes",
     "canonical_json",
     "detect_dialect",
     "extract_intent",
     "fingerprint",
+    "format_float",
     "json_backend",
     "load",
     "parse",
@@ -88,7 +95,6 @@ __all__ = [
 DIALECTS: Final = ("openai_chat", "openai_responses", "anthropic", "gemini", "ollama")
 """The dialects :func:`detect_dialect` can name."""
 
-_ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 _OLLAMA_FIELDS: Final = frozenset({"options", "keep_alive", "think", "format"})
 
 
@@ -107,33 +113,20 @@ def detect_dialect(body: object) -> str | None:
     True
     """
     value = load(body)
+    walk = Walk()
+    _intent_of(value, walk)
+    return _dialect_of(value, walk)
+
+
+def _dialect_of(value: object, walk: Walk) -> str | None:
+    """The dialect of a parsed body whose intent ``walk`` went through."""
     if not isinstance(value, dict):
         return None
-    messages = value.get("messages")
-    if isinstance(messages, list):
-        if "system" in value or "anthropic_version" in value:
+    if isinstance(value.get("messages"), list):
+        if "system" in value or "anthropic_version" in value or walk.anthropic:
             return "anthropic"
-        if any(key in value for key in _OLLAMA_FIELDS):
+        if walk.ollama or any(key in value for key in _OLLAMA_FIELDS):
             return "ollama"
-        for message in messages:
-            if not isinstance(message, dict):
-                continue
-            content = message.get("content")
-            if isinstance(content, list) and any(
-                isinstance(block, dict) and str_field(block, "type") in _ANTHROPIC_BLOCKS
-                for block in content
-            ):
-                return "anthropic"
-            if "images" in message or "tool_name" in message or "thinking" in message:
-                return "ollama"
-            calls = message.get("tool_calls")
-            if isinstance(calls, list) and any(
-                isinstance(call, dict)
-                and isinstance(call.get("function"), dict)
-                and isinstance(call["function"].get("arguments"), dict)
-                for call in calls
-            ):
-                return "ollama"
         return "openai_chat"
     if isinstance(value.get("contents"), list):
         return "gemini"
@@ -142,16 +135,34 @@ def detect_dialect(body: object) -> str | None:
     return None
 
 
-def _intent_of(value: object) -> dict[str, Any] | None:
+def _intent_of(value: object, walk: Walk | None = None) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("messages"), list):
-        return chat_intent(value)
+        return chat_intent(value, walk)
     if isinstance(value.get("contents"), list):
-        return gemini_intent(value)
+        return gemini_intent(value, walk)
     if isinstance(value.get("input"), str | list):
-        return responses_intent(value)
+        return responses_intent(value, walk)
     return None
+
+
+# An intent nests a few levels deeper than the body it came from (parsed tool-call
+# arguments sit inside a message inside a list), so its writer allows for that.
+_INTENT_DEPTH_SLACK = 8
+
+
+def _canonical_bytes(body: object) -> bytes | None:
+    """Canonical bytes of the intent of ``body``, of its JSON value when it is not an
+    LLM request, or ``None`` when it is not JSON."""
+    value, trusted = load_trusted(body)
+    if value is NOT_JSON:
+        return None
+    walk = Walk(trusted)
+    intent = _intent_of(value, walk)
+    if intent is None:
+        return dumps_trusted(value, trusted)
+    return dumps_trusted(intent, walk.ok, MAX_DEPTH + _INTENT_DEPTH_SLACK)
 
 
 def extract_intent(body: object) -> dict[str, Any] | None:
@@ -186,8 +197,50 @@ def canonical_intent_bytes(body: object) -> bytes | None:
     >>> canonical_intent_bytes({"input": "hi", "temperature": 1})
     b'{"messages":[{"content":["hi"],"role":"user"}]}'
     """
-    intent = _intent_of(load(body))
-    return None if intent is None else canonical_json(intent)
+    value, trusted = load_trusted(body)
+    walk = Walk(trusted)
+    intent = _intent_of(value, walk)
+    if intent is None:
+        return None
+    return dumps_trusted(intent, walk.ok, MAX_DEPTH + _INTENT_DEPTH_SLACK)
+
+
+class Analysis(NamedTuple):
+    """Everything :func:`analyse` learns from one parse of a body."""
+
+    value: object
+    """The parsed JSON value, or :data:`NOT_JSON`."""
+    dialect: str | None
+    """The dialect (see :func:`detect_dialect`), or ``None``."""
+    intent: bytes | None
+    """The canonical JSON of the intent, or ``None`` when the body is not an LLM request."""
+
+
+def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
+    """Parse ``body`` once and return its value, dialect and canonical intent bytes.
+
+    For callers that need more than a fingerprint (a cache key reads the parameters
+    too) without paying for a second parse. Top-level fields named in ``ignore`` are
+    left out when detecting the dialect. Never raises on ``bytes``/``str``.
+
+    >>> value, dialect, canon = analyse(b'{"input": "hi", "model": "m"}')
+    >>> value["model"], dialect, canon
+    ('m', 'openai_responses', b'{"messages":[{"content":["hi"],"role":"user"}]}')
+    >>> analyse(b"not json").value is NOT_JSON
+    True
+    """
+    value, trusted = load_trusted(body)
+    if value is NOT_JSON:
+        return Analysis(NOT_JSON, None, None)
+    keyed = value
+    if ignore and isinstance(value, dict) and any(name in value for name in ignore):
+        keyed = {name: field for name, field in value.items() if name not in ignore}
+    walk = Walk(trusted)
+    intent = _intent_of(value, walk)
+    if intent is None:
+        return Analysis(value, None, None)
+    canon = dumps_trusted(intent, walk.ok, MAX_DEPTH + _INTENT_DEPTH_SLACK)
+    return Analysis(value, _dialect_of(keyed, walk), canon)
 
 
 def _path_bytes(path: object) -> bytes:
@@ -219,8 +272,8 @@ def fingerprint(body: object, path: str = "") -> int:
     7915524336615399434
     """
     prefix = _path_bytes(path) + b"\n"
-    value = load(body)
-    if value is NOT_JSON:
+    data = _canonical_bytes(body)
+    if data is None:
         if isinstance(body, str):
             data = body.encode("utf-8", "surrogatepass")
         elif isinstance(body, bytes | bytearray | memoryview):
@@ -230,7 +283,4 @@ def fingerprint(body: object, path: str = "") -> int:
                 f"cannot fingerprint a {type(body).__name__}: "
                 f"pass bytes, str, or a JSON-compatible mapping nested at most {MAX_DEPTH} deep"
             )
-    else:
-        intent = _intent_of(value)
-        data = canonical_json(value if intent is None else intent)
     return int.from_bytes(blake3(prefix + data).digest(8), "little")

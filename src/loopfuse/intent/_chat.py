@@ -13,9 +13,9 @@ from typing import Any
 from loopfuse.intent._parts import (
     CallLinker,
     Part,
+    Walk,
     add_part,
     content_parts,
-    str_field,
     tool_call,
     tool_declarations,
 )
@@ -23,7 +23,7 @@ from loopfuse.intent._parts import (
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
-def chat_intent(body: dict[str, Any]) -> dict[str, Any]:
+def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any]:
     """The canonical intent of a body with a ``messages`` list."""
     system: list[Part] = content_parts(body.get("system"))  # Anthropic's top-level system
     messages: list[dict[str, Any]] = []
@@ -34,7 +34,9 @@ def chat_intent(body: dict[str, Any]) -> dict[str, Any]:
             messages.append({"role": "unknown", "value": message})
             leading = False
             continue
-        role = str_field(message, "role")
+        role = message.get("role")
+        if type(role) is not str:
+            role = None  # junk roles may be unhashable
         if role in _SYSTEM_ROLES:
             parts = content_parts(message.get("content"))
             if leading:
@@ -44,9 +46,11 @@ def chat_intent(body: dict[str, Any]) -> dict[str, Any]:
             continue
         leading = False
         if role == "assistant":
-            messages.append(_assistant(message, linker))
+            messages.append(_assistant(message, linker, walk))
         elif role == "tool":
             messages.append(_tool_result(message, linker))
+            if walk is not None and "tool_name" in message:
+                walk.ollama = True
         elif role == "function":  # legacy OpenAI function result
             name = message.get("name")
             result: dict[str, Any] = {
@@ -58,7 +62,7 @@ def chat_intent(body: dict[str, Any]) -> dict[str, Any]:
                 result["name"] = name
             messages.append(result)
         elif role == "user":
-            _user(message, linker, messages)
+            _user(message, linker, messages, walk)
         elif role is not None:
             messages.append({"role": role, "content": content_parts(message.get("content"))})
         else:
@@ -72,20 +76,34 @@ def chat_intent(body: dict[str, Any]) -> dict[str, Any]:
     return intent
 
 
-def _assistant(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:
+def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -> dict[str, Any]:
     parts: list[Part] = []
     calls: list[dict[str, Any]] = []
     ids: list[object] = []
     content = message.get("content")
-    for block in content if isinstance(content, list) else [content]:
-        if isinstance(block, dict) and block.get("type") == "tool_use":  # Anthropic
-            calls.append(tool_call(block.get("name"), block.get("input")))
-            ids.append(block.get("id"))
-        elif block is not None:
-            add_part(parts, block)
+    if type(content) is str:  # the common case, kept cheap
+        if content:
+            parts.append(content)
+    elif isinstance(content, list):
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_use":  # Anthropic
+                calls.append(tool_call(block.get("name"), block.get("input"), walk))
+                ids.append(block.get("id"))
+                if walk is not None:
+                    walk.anthropic = True
+            else:
+                if walk is not None and kind in ("thinking", "redacted_thinking"):
+                    walk.anthropic = True
+                add_part(parts, block)
+    elif content is not None:
+        add_part(parts, content)
     thinking = message.get("thinking")  # Ollama keeps reasoning beside the content
-    if isinstance(thinking, str) and thinking:
-        parts.insert(0, {"type": "thinking", "text": thinking})
+    if isinstance(thinking, str):
+        if thinking:
+            parts.insert(0, {"type": "thinking", "text": thinking})
+        if walk is not None:
+            walk.ollama = True
     raw_calls = message.get("tool_calls")
     if isinstance(raw_calls, list):
         for raw in raw_calls:
@@ -93,19 +111,25 @@ def _assistant(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:
                 calls.append({"name": "", "arguments": raw})
                 ids.append(None)
                 continue
-            function = raw.get("function", raw.get("custom"))
+            function = raw.get("function")
+            if function is None:
+                function = raw.get("custom")  # OpenAI custom tools: {"name", "input"}
             if isinstance(function, dict):
-                arguments = function.get("arguments", function.get("input"))
-                calls.append(tool_call(function.get("name"), arguments))
+                arguments = function.get("arguments")
+                if arguments is None:
+                    arguments = function.get("input")
+                elif walk is not None and type(arguments) is dict:
+                    walk.ollama = True  # Ollama sends arguments as an object
+                calls.append(tool_call(function.get("name"), arguments, walk))
             else:
-                calls.append(tool_call(raw.get("name"), raw.get("arguments")))
+                calls.append(tool_call(raw.get("name"), raw.get("arguments"), walk))
             ids.append(raw.get("id"))
     elif raw_calls is not None:
         calls.append({"name": "", "arguments": raw_calls})
         ids.append(None)
     function_call = message.get("function_call")  # legacy OpenAI
     if isinstance(function_call, dict):
-        calls.append(tool_call(function_call.get("name"), function_call.get("arguments")))
+        calls.append(tool_call(function_call.get("name"), function_call.get("arguments"), walk))
         ids.append(None)
     canon: dict[str, Any] = {"role": "assistant", "content": parts}
     if calls:
@@ -126,16 +150,26 @@ def _tool_result(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:
     return result
 
 
-def _user(message: dict[str, Any], linker: CallLinker, messages: list[dict[str, Any]]) -> None:
+def _user(
+    message: dict[str, Any],
+    linker: CallLinker,
+    messages: list[dict[str, Any]],
+    walk: Walk | None,
+) -> None:
     """A user message; Anthropic ``tool_result`` blocks become ``tool`` messages first."""
     content = message.get("content")
+    if walk is not None and "images" in message:
+        walk.ollama = True
     if not isinstance(content, list):
         messages.append({"role": "user", "content": content_parts(content)})
         _images(message, messages[-1])
         return
     parts: list[Part] = []
     for block in content:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "tool_result":
+            if walk is not None:
+                walk.anthropic = True
             result: dict[str, Any] = {
                 "role": "tool",
                 "call": linker.link(block.get("tool_use_id")),
@@ -145,6 +179,8 @@ def _user(message: dict[str, Any], linker: CallLinker, messages: list[dict[str, 
                 result["is_error"] = True
             messages.append(result)
         else:
+            if walk is not None and kind in ("thinking", "redacted_thinking"):
+                walk.anthropic = True
             add_part(parts, block)
     if parts or not any(
         isinstance(block, dict) and block.get("type") == "tool_result" for block in content

@@ -12,6 +12,7 @@ from typing import Any
 from loopfuse.intent._parts import (
     CallLinker,
     Part,
+    Walk,
     add_part,
     content_parts,
     tool_call,
@@ -24,7 +25,7 @@ def _field(value: dict[str, Any], camel: str, snake: str) -> Any:
     return value.get(camel, value.get(snake))
 
 
-def gemini_intent(body: dict[str, Any]) -> dict[str, Any]:
+def gemini_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any]:
     """The canonical intent of a body with a ``contents`` list."""
     instruction = _field(body, "systemInstruction", "system_instruction")
     if isinstance(instruction, dict):
@@ -40,7 +41,7 @@ def gemini_intent(body: dict[str, Any]) -> dict[str, Any]:
         role = content.get("role", "user")
         raw_parts = content.get("parts")
         if role == "model":
-            messages.append(_model_turn(raw_parts, linker))
+            messages.append(_model_turn(raw_parts, linker, walk))
         elif role in ("user", "function", "tool"):
             _user_turn(raw_parts, linker, messages)
         else:
@@ -76,14 +77,14 @@ def _parts(raw_parts: object) -> list[Part]:
     return out
 
 
-def _model_turn(raw_parts: object, linker: CallLinker) -> dict[str, Any]:
+def _model_turn(raw_parts: object, linker: CallLinker, walk: Walk | None) -> dict[str, Any]:
     calls: list[dict[str, Any]] = []
     ids: list[object] = []
     others: list[object] = []
     for part in raw_parts if isinstance(raw_parts, list) else [raw_parts]:
         call = _field(part, "functionCall", "function_call") if isinstance(part, dict) else None
         if isinstance(call, dict):
-            calls.append(tool_call(call.get("name"), call.get("args")))
+            calls.append(tool_call(call.get("name"), call.get("args"), walk))
             ids.append(call.get("id"))
         else:
             others.append(part)

@@ -3,8 +3,13 @@
 A fingerprint is state shared across processes, hosts and languages, so the bytes it
 hashes must not depend on which JSON library happens to be installed. This module
 parses with orjson when it is there (several times faster) and falls back to the
-standard library for everything orjson refuses, then writes one canonical form
-whose rules are spelled out in :func:`canonical_json`.
+standard library for everything orjson refuses, then writes one canonical form whose
+rules are spelled out in :func:`canonical_json`.
+
+Speed comes from provenance: a value that a parser produced under these rules (no
+non-finite or tiny float, no integer orjson would read as a float) can be written by a
+C serialiser as it is. Anything else goes through :func:`_write`, a plain walk that
+applies every rule itself.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from json.encoder import encode_basestring  # the C string escaper, ensure_ascii=False
 from types import ModuleType
 from typing import Any, Final
 
@@ -28,6 +34,7 @@ __all__ = [
     "MAX_DEPTH",
     "NOT_JSON",
     "canonical_json",
+    "format_float",
     "json_backend",
     "load",
     "parse",
@@ -40,18 +47,20 @@ They are treated as not JSON: :func:`parse` returns ``None`` and a fingerprint f
 back to the raw bytes, which keeps the cost of a hostile 1 GB body linear and small.
 """
 
-MAX_DEPTH: Final = 128
+MAX_DEPTH: Final = 254
 """Values nested deeper than this many arrays/objects are treated as not JSON.
 
-Real LLM requests nest a few levels (tool schemas perhaps 10-20). The limit sits far
-below the recursion limits of both JSON backends, so the outcome never depends on the
-backend or on how deep the caller's own stack already is.
+Real LLM requests nest a few levels (tool schemas perhaps 10-20). 254 is the nesting
+orjson can serialise, and far below both parsers' recursion limits, so whether a body
+is "too deep" never depends on the backend.
 """
 
-# Integers beyond +-2**53 are not exactly representable as IEEE-754 doubles; orjson
-# parses integers beyond 64 bits as floats while the standard library keeps them exact.
-# Interpreting every number as a double (as RFC 8785 does) makes both agree.
-_MAX_SAFE_INT: Final = 2**53
+# orjson reads integers in this range exactly and every other integer as a double.
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1
+# Python's repr switches to exponent notation below 1e-4; the canonical form below 1e-5.
+_TINY: Final = 1e-4
+_COUNT_BRACKETS_BELOW: Final = 32 * 1024
 
 
 class _NotJSON:
@@ -74,6 +83,58 @@ class _NotJSON:
 NOT_JSON: Final = _NotJSON()
 """Returned by :func:`load` for a body that is not JSON (unlike ``None``, which is ``null``)."""
 
+
+def format_float(value: float) -> str:
+    """The canonical text of a float.
+
+    Shortest round-trip digits; plain notation with a fractional part when
+    ``1e-5 <= |x| < 1e16`` (``1.0``, ``0.00001``), otherwise ``d.ddde±N`` with no
+    padding (``1e-6``, ``1.5e+16``); non-finite values are ``null`` (as JavaScript's
+    ``JSON.stringify`` writes them).
+
+    >>> [format_float(x) for x in (1.0, 0.1, 1e-5, 1.5e-7, 1e16, -0.0, float("nan"))]
+    ['1.0', '0.1', '0.00001', '1.5e-7', '1e+16', '-0.0', 'null']
+    """
+    if value != value or value in (math.inf, -math.inf):
+        return "null"
+    text = repr(value)
+    if "e" not in text:
+        return text
+    mantissa, _, exponent = text.partition("e")
+    power = int(exponent)
+    if power == -5:
+        sign = "-" if mantissa.startswith("-") else ""
+        return f"{sign}0.0000{mantissa.lstrip('-').replace('.', '')}"
+    return f"{mantissa}e{power:+d}" if power > 0 else f"{mantissa}e{power}"
+
+
+def _orjson_follows_the_rules() -> bool:
+    """orjson >= 3.11.7 writes floats exactly as :func:`format_float` and refuses depth
+    255; older or future versions may not, and are then used for parsing only."""
+    if _orjson is None:
+        return False
+    probes = (1.0, -0.0, 0.1, 1e-4, 1e-5, -1.5e-5, 1e-6, 9.99e-6, 1e15, 1e16, 1.5e300, 5e-324)
+    try:
+        if any(_orjson.dumps(x).decode() != format_float(x) for x in probes):
+            return False
+        _orjson.dumps(_nested(MAX_DEPTH))
+    except Exception:
+        return False
+    try:
+        _orjson.dumps(_nested(MAX_DEPTH + 1))
+    except _orjson.JSONEncodeError:
+        return True
+    return False
+
+
+def _nested(depth: int) -> list[Any]:
+    root: list[Any] = []
+    for _ in range(depth - 1):
+        root = [root]
+    return root
+
+
+_ORJSON_WRITES: Final = _orjson_follows_the_rules()
 _use_orjson: bool = _orjson is not None
 
 
@@ -99,25 +160,159 @@ def _set_backend(name: str) -> None:
         raise ValueError(f"unknown JSON backend {name!r}")
 
 
-def _too_deep(value: object, limit: int) -> bool:
-    """True when ``value`` nests more than ``limit`` containers deep.
+class _SpecialNumber(Exception):
+    """A number the strict decoder leaves to the tolerant one."""
 
-    Iterative, and it only descends into containers, so it costs a fraction of the
-    parse that produced the value.
+
+def _strict_float(text: str) -> float:
+    value = float(text)
+    if value != 0.0 and not _TINY <= abs(value) < math.inf:
+        raise _SpecialNumber  # tiny or non-finite: needs the careful writer
+    return value
+
+
+def _strict_int(text: str) -> int:
+    value = int(text)
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise _SpecialNumber  # orjson reads it as a double
+    return value
+
+
+def _strict_constant(text: str) -> float:
+    raise _SpecialNumber  # NaN, Infinity, -Infinity
+
+
+def _tolerant_int(text: str) -> int | float:
+    value = int(text)
+    if _INT_MIN <= value <= _INT_MAX:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+# Shared, stateless decoders (as json.loads shares one): the strict one reads bodies
+# whose numbers a C serialiser writes canonically, and stops at the first that is not.
+_STRICT = json.JSONDecoder(
+    parse_float=_strict_float, parse_int=_strict_int, parse_constant=_strict_constant
+)
+_TOLERANT = json.JSONDecoder(parse_int=_tolerant_int)
+
+
+def _loads(text: bytes | str) -> tuple[object, bool]:
+    """Parse; return ``(value, trusted)`` or ``(NOT_JSON, False)``.
+
+    ``trusted`` means a C serialiser may write the value as it is.
     """
-    stack: list[tuple[object, int]] = [(value, 1)]
-    pop = stack.pop
-    push = stack.append
-    while stack:
-        node, depth = pop()
-        if depth > limit:
+    if _use_orjson and _orjson is not None:
+        try:
+            return _orjson.loads(text), _ORJSON_WRITES
+        except _orjson.JSONDecodeError:
+            pass  # the standard library decides: it accepts NaN, lone surrogates, ...
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return NOT_JSON, False
+    if not _use_orjson:
+        try:
+            return _STRICT.decode(text), True
+        except _SpecialNumber:
+            pass
+        except (ValueError, RecursionError):
+            return NOT_JSON, False
+    try:
+        return _TOLERANT.decode(text), False
+    except (ValueError, RecursionError):
+        # ValueError covers JSONDecodeError and integers over sys.int_info's digit limit.
+        return NOT_JSON, False
+
+
+def loads_small(text: str) -> tuple[object, bool]:
+    """:func:`load_trusted` for a ``str`` of at most ``2 * MAX_DEPTH`` characters, which
+    cannot nest deeper than :data:`MAX_DEPTH`: the parse alone decides."""
+    return _loads(text)
+
+
+def _too_deep(value: object, limit: int) -> bool:
+    """True when ``value`` nests more than ``limit`` containers deep."""
+    try:
+        return _deeper(value, 1, limit)
+    except RecursionError:  # the caller's own stack was already deep: walk iteratively
+        stack: list[tuple[object, int]] = [(value, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > limit:
+                return True
+            children = node.values() if isinstance(node, Mapping) else node
+            stack.extend((c, depth + 1) for c in children if _is_container(c))  # type: ignore[attr-defined]
+        return False
+
+
+def _deeper(node: Any, depth: int, limit: int) -> bool:
+    # Recursion (at most `limit` frames) is the fastest walk in CPython; parsed values
+    # hold only exact dicts and lists, a caller's own mappings take the slower check.
+    if depth > limit:
+        return True
+    for child in node.values() if type(node) is dict else node:
+        kind = type(child)
+        if kind is dict or kind is list:
+            if _deeper(child, depth + 1, limit):
+                return True
+        elif kind is not str and _is_container(child) and _deeper(child, depth + 1, limit):
             return True
-        children = node.values() if type(node) is dict else node
-        for child in children:  # type: ignore[attr-defined]
-            t = type(child)
-            if t is dict or t is list:
-                push((child, depth + 1))
     return False
+
+
+def _is_container(value: object) -> bool:
+    return not isinstance(value, str | bytes) and isinstance(value, Mapping | list | tuple)
+
+
+def _deeper_than_max(value: object, body: bytes | str | None, trusted: bool) -> bool:
+    if body is not None:
+        # Nesting cannot exceed half the length, nor the number of opening brackets.
+        if len(body) <= 2 * MAX_DEPTH:
+            return False
+        # Counting costs about half a walk; large bodies nearly always have more than
+        # MAX_DEPTH brackets, so they go straight to the walk.
+        if not (trusted and _use_orjson) and len(body) <= _COUNT_BRACKETS_BELOW:
+            if isinstance(body, bytes):
+                brackets = body.count(b"[") + body.count(b"{")
+            else:
+                brackets = body.count("[") + body.count("{")
+            if brackets <= MAX_DEPTH:
+                return False
+    if trusted and _use_orjson and _orjson is not None:
+        # An orjson-parsed value has valid strings and 64-bit integers, so orjson's
+        # serialiser refuses it exactly when it is nested deeper than MAX_DEPTH.
+        try:
+            _orjson.dumps(value)
+            return False
+        except _orjson.JSONEncodeError:
+            return True
+    return _too_deep(value, MAX_DEPTH)
+
+
+def load_trusted(body: object) -> tuple[object, bool]:
+    """:func:`load`, also telling whether the value may be written without a walk."""
+    text: bytes | str | None
+    if isinstance(body, str):
+        text = body
+    elif isinstance(body, bytes | bytearray | memoryview):
+        text = bytes(body)
+    elif isinstance(body, Mapping | list | tuple):
+        return (NOT_JSON, False) if _too_deep(body, MAX_DEPTH) else (body, False)
+    else:
+        return NOT_JSON, False
+    if len(text) > MAX_BODY_BYTES:
+        return NOT_JSON, False
+    value, trusted = _loads(text)
+    if type(value) is not dict and type(value) is not list:
+        return value, trusted
+    if _deeper_than_max(value, text, trusted):
+        return NOT_JSON, False
+    return value, trusted
 
 
 def load(body: object) -> object:
@@ -130,35 +325,7 @@ def load(body: object) -> object:
     >>> load(b"{oops") is NOT_JSON
     True
     """
-    if isinstance(body, bytes | bytearray | memoryview):
-        raw = bytes(body)
-        if len(raw) > MAX_BODY_BYTES:
-            return NOT_JSON
-        value = _loads_bytes(raw)
-        # Nesting cannot exceed the number of opening brackets: skip the walk when few.
-        shallow = raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH
-    elif isinstance(body, str):
-        if len(body) > MAX_BODY_BYTES:
-            return NOT_JSON
-        value = _loads_str(body)
-        shallow = body.count("[") + body.count("{") <= MAX_DEPTH
-    elif isinstance(body, Mapping | list | tuple):
-        value = body
-        shallow = False
-    else:
-        return NOT_JSON
-    if value is NOT_JSON or shallow:
-        return value
-    if type(value) is dict or type(value) is list:
-        if _too_deep(value, MAX_DEPTH):
-            return NOT_JSON
-    elif isinstance(value, Mapping | list | tuple):
-        # A caller's own container type: check its depth while normalising it.
-        try:
-            _Canonicaliser().prepare(value, 0)
-        except (InvalidInputError, RecursionError):
-            return NOT_JSON
-    return value
+    return load_trusted(body)[0]
 
 
 def parse(body: object) -> object | None:
@@ -166,11 +333,13 @@ def parse(body: object) -> object | None:
 
     ``body`` may be ``bytes`` (must be UTF-8), ``str``, or an already-parsed mapping or
     list, which is returned as it is when it is within :data:`MAX_DEPTH`. Never raises:
-    bad UTF-8, a syntax error, ``NaN`` aside any non-standard token, nesting deeper than
-    :data:`MAX_DEPTH` and bodies over :data:`MAX_BODY_BYTES` all give ``None``.
+    bad UTF-8, a syntax error, nesting deeper than :data:`MAX_DEPTH` and bodies over
+    :data:`MAX_BODY_BYTES` all give ``None``.
 
-    ``NaN``, ``Infinity`` and ``-Infinity`` are accepted (as Python's ``json`` does).
-    A JSON ``null`` body also returns ``None``; use :func:`load` to tell them apart.
+    Numbers are read as orjson reads them, whichever backend is installed: integers
+    outside ``[-2**63, 2**64)`` become floats. ``NaN``, ``Infinity`` and ``-Infinity``
+    are accepted (as Python's ``json`` does). A JSON ``null`` body also returns
+    ``None``; use :func:`load` to tell them apart.
 
     >>> parse(b'{"model": "gpt-4o", "messages": []}')
     {'model': 'gpt-4o', 'messages': []}
@@ -183,168 +352,111 @@ def parse(body: object) -> object | None:
     return None if value is NOT_JSON else value
 
 
-def _loads_bytes(raw: bytes) -> object:
-    if _use_orjson and _orjson is not None:
-        try:
-            return _orjson.loads(raw)
-        except _orjson.JSONDecodeError:
-            pass  # the standard library decides: it accepts NaN, huge numbers, ...
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return NOT_JSON
-    return _loads_stdlib(text)
-
-
-def _loads_str(text: str) -> object:
-    if _use_orjson and _orjson is not None:
-        try:
-            return _orjson.loads(text)
-        except _orjson.JSONDecodeError:
-            pass  # lone surrogates, NaN, ... : the standard library decides
-    return _loads_stdlib(text)
-
-
-def _loads_stdlib(text: str) -> object:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        # ValueError covers JSONDecodeError and integers over sys.int_info's digit limit.
-        return NOT_JSON
-
-
-class _Canonicaliser:
-    """One pass over a value: numbers to their canonical form, containers copied.
-
-    ``plain`` stays true while no non-integral float was seen; only then may orjson
-    write the output, because orjson and ``repr`` format small floats differently.
-    """
-
-    __slots__ = ("plain",)
-
-    def __init__(self) -> None:
-        self.plain = True
-
-    def prepare(self, value: object, depth: int) -> Any:
-        t = type(value)
-        if t is str or t is bool or value is None:
-            return value
-        if t is int:
-            number: int = value  # type: ignore[assignment]
-            return number if -_MAX_SAFE_INT <= number <= _MAX_SAFE_INT else self.number(number)
-        if t is dict or t is list or t is tuple or isinstance(value, Mapping | list | tuple):
-            if depth >= MAX_DEPTH:
-                raise InvalidInputError(f"value nested deeper than MAX_DEPTH={MAX_DEPTH}")
-            if isinstance(value, Mapping):
-                return {
-                    (k if type(k) is str else self.key(k)): self.prepare(v, depth + 1)
-                    for k, v in value.items()
-                }
-            return [self.prepare(v, depth + 1) for v in value]  # type: ignore[attr-defined]
-        if t is float or isinstance(value, int | float):
-            if isinstance(value, bool):  # a bool subclass
-                return bool(value)
-            return self.number(value)  # type: ignore[arg-type]
-        if isinstance(value, str):
-            return str(value)
-        raise InvalidInputError(f"{t.__name__} is not a JSON value")
-
-    def number(self, value: int | float) -> int | float | str:
-        try:
-            as_float = float(value)
-        except OverflowError:
-            as_float = math.inf if value > 0 else -math.inf
-        if math.isnan(as_float):
-            return "NaN"
-        if math.isinf(as_float):
-            return "Infinity" if as_float > 0 else "-Infinity"
-        if as_float.is_integer():
-            return int(as_float)
-        self.plain = False
-        return as_float
-
-    def key(self, key: object) -> str:
-        # The keys json.dumps would accept, written the way it writes them.
-        if key is None or isinstance(key, bool | int | float):
-            prepared = self.prepare(key, 0)
-            return prepared if isinstance(prepared, str) else json.dumps(prepared)
-        if isinstance(key, str):
-            return str(key)
-        raise InvalidInputError(f"object key of type {type(key).__name__} is not a JSON key")
-
-
-def _is_plain(value: object, depth: int) -> bool:
-    """True when ``value`` can be written as it is: exact JSON types, no float, no
-    integer beyond +-2**53, within :data:`MAX_DEPTH`. Most request bodies are, and
-    checking costs far less than copying."""
-    t = type(value)
-    if t is dict:
-        if depth >= MAX_DEPTH:
-            return False
-        for k, v in value.items():  # type: ignore[attr-defined]
-            if type(k) is not str:
-                return False
-            tv = type(v)
-            if tv is str or tv is bool or v is None:
-                continue
-            if not _is_plain(v, depth + 1):
-                return False
-        return True
-    if t is list:
-        if depth >= MAX_DEPTH:
-            return False
-        for v in value:  # type: ignore[attr-defined]
-            tv = type(v)
-            if tv is str or tv is bool or v is None:
-                continue
-            if not _is_plain(v, depth + 1):
-                return False
-        return True
-    if t is int:
-        return -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT  # type: ignore[operator]
-    return t is str or t is bool or value is None
-
-
 def canonical_json(value: object) -> bytes:
     """The canonical JSON bytes of ``value``.
 
     Rules (the same bytes whichever JSON backend is installed):
 
     - object keys sorted by code point; no whitespace (``,`` and ``:`` separators); UTF-8,
-      non-ASCII characters written as themselves, control characters as ``\\u00XX``
-      (``\\n``, ``\\t`` … in their short forms), a lone surrogate as ``\\udXXX``;
-    - every number is read as an IEEE-754 double (as RFC 8785 does): an integral value
-      is written as a decimal integer (``1.0`` and ``1`` are both ``1``), any other
-      finite value in Python's shortest round-trip form (``0.1``, ``1e-05``); ``NaN``,
-      ``Infinity`` and ``-Infinity`` are written as those *strings*;
-    - tuples and other sequences are arrays; non-string keys are written as
-      ``json.dumps`` writes them.
+      non-ASCII characters written as themselves, control characters as ``\\\\u00XX``
+      (``\\\\n``, ``\\\\t`` … in their short forms), a lone surrogate as ``\\\\udXXX``;
+    - integers in ``[-2**63, 2**64)`` as decimal integers; other integers are read as
+      doubles, as orjson reads them;
+    - floats as :func:`format_float` writes them (``1.0`` stays ``1.0``, distinct from
+      ``1``); ``NaN`` and infinities as ``null``;
+    - tuples are arrays; non-string keys are written as ``json.dumps`` writes them.
 
     Raises :class:`~loopfuse.errors.InvalidInputError` for values JSON cannot express
     and for nesting deeper than :data:`MAX_DEPTH`.
 
-    >>> canonical_json({"b": [1.0, 2.5, float("nan")], "a": "é"})
-    b'{"a":"\\xc3\\xa9","b":[1,2.5,"NaN"]}'
+    >>> canonical_json({"b": [1.0, 2, 1e-5, float("nan")], "a": "é"})
+    b'{"a":"\\xc3\\xa9","b":[1.0,2,0.00001,null]}'
     """
-    if _is_plain(value, 0):
-        return _dumps(value, True)
-    canon = _Canonicaliser()
-    prepared = canon.prepare(value, 0)
-    return _dumps(prepared, canon.plain)
+    out: list[str] = []
+    _write(value, out, MAX_DEPTH)
+    return _utf8("".join(out))
 
 
-def _dumps(prepared: object, plain: bool) -> bytes:
-    if plain and _use_orjson and _orjson is not None:
-        try:
-            dumped: bytes = _orjson.dumps(prepared, option=_orjson.OPT_SORT_KEYS)
-            return dumped
-        except (TypeError, _orjson.JSONEncodeError):
-            pass  # lone surrogates, integers beyond 64 bits: the standard library writes them
-    text = json.dumps(
-        prepared, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+def dumps_trusted(value: object, trusted: bool, depth_limit: int = MAX_DEPTH) -> bytes:
+    """Canonical bytes of ``value``, by a C serialiser when ``trusted`` allows it."""
+    if trusted:
+        if _use_orjson and _orjson is not None:
+            try:
+                dumped: bytes = _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS)
+                return dumped
+            except _orjson.JSONEncodeError:
+                pass  # lone surrogates, nesting: the careful writer decides
+        else:
+            try:
+                text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                return _utf8(text)
+            except (ValueError, RecursionError):
+                pass
+    out: list[str] = []
+    _write(value, out, depth_limit)
+    return _utf8("".join(out))
+
+
+def _utf8(text: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         # Lone surrogates: "backslashreplace" writes exactly the JSON escape \udXXX.
         return text.encode("utf-8", "backslashreplace")
+
+
+def _number(value: int | float) -> str:
+    if isinstance(value, float):
+        return format_float(value)
+    if _INT_MIN <= value <= _INT_MAX:
+        return int.__repr__(value)
+    try:
+        return format_float(float(value))
+    except OverflowError:
+        return "null"
+
+
+def _key(key: object) -> str:
+    if isinstance(key, str):
+        return str(key)
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int | float):
+        return _number(key)
+    raise InvalidInputError(f"object key of type {type(key).__name__} is not a JSON key")
+
+
+def _write(value: object, out: list[str], limit: int, depth: int = 0) -> None:
+    """Append the canonical text of ``value`` to ``out``: every rule, applied by hand."""
+    if isinstance(value, str):
+        out.append(encode_basestring(value))
+    elif value is None:
+        out.append("null")
+    elif isinstance(value, bool):
+        out.append("true" if value else "false")
+    elif isinstance(value, int | float):
+        out.append(_number(value))
+    elif isinstance(value, Mapping | list | tuple):
+        if depth >= limit:
+            raise InvalidInputError(f"value nested deeper than MAX_DEPTH={MAX_DEPTH}")
+        if isinstance(value, Mapping):
+            items = sorted({_key(k): v for k, v in value.items()}.items())
+            out.append("{")
+            for index, (k, v) in enumerate(items):
+                if index:
+                    out.append(",")
+                out.append(encode_basestring(k))
+                out.append(":")
+                _write(v, out, limit, depth + 1)
+            out.append("}")
+        else:
+            out.append("[")
+            for index, item in enumerate(value):
+                if index:
+                    out.append(",")
+                _write(item, out, limit, depth + 1)
+            out.append("]")
+    else:
+        raise InvalidInputError(f"{type(value).__name__} is not a JSON value")

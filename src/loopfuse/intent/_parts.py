@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from loopfuse.intent._json import NOT_JSON, load
+from loopfuse.intent._json import MAX_DEPTH, NOT_JSON, load_trusted, loads_small
 
 # Keys that change between two sends of the same request without changing what is
 # asked: provider ids, prompt-cache breakpoints, signatures and encrypted blobs.
@@ -105,7 +105,25 @@ def add_part(out: list[Part], part: object) -> None:
     out.append(without_volatile(part))
 
 
-def parse_arguments(arguments: object) -> object:
+class Walk:
+    """What one extraction walk learnt besides the intent.
+
+    ``ok``: every value put into the intent may be written by a C serialiser. Values
+    parsed from the body are (see ``_json.load_trusted``); a tool-call argument string
+    parsed on the way may not be, and then clears it. ``anthropic`` / ``ollama``: the
+    walk met a shape only that dialect uses, so detecting the dialect costs no second
+    pass over the messages.
+    """
+
+    __slots__ = ("anthropic", "ok", "ollama")
+
+    def __init__(self, ok: bool = True) -> None:
+        self.ok = ok
+        self.anthropic = False
+        self.ollama = False
+
+
+def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
     """Tool-call arguments as a JSON value: a JSON string is parsed, junk kept as is.
 
     >>> parse_arguments('{"path": "a.py"}')
@@ -114,16 +132,24 @@ def parse_arguments(arguments: object) -> object:
     'not json'
     """
     if isinstance(arguments, str):
-        value = load(arguments)
-        return arguments if value is NOT_JSON else value
+        # Most argument strings are short: too short to nest deeper than MAX_DEPTH.
+        if len(arguments) <= 2 * MAX_DEPTH:
+            value, trusted = loads_small(arguments)
+        else:
+            value, trusted = load_trusted(arguments)
+        if value is NOT_JSON:
+            return arguments
+        if walk is not None and not trusted:
+            walk.ok = False
+        return value
     return arguments
 
 
-def tool_call(name: object, arguments: object) -> dict[str, Any]:
+def tool_call(name: object, arguments: object, walk: Walk | None = None) -> dict[str, Any]:
     """One canonical tool call; a missing name is ``""`` and missing arguments ``{}``."""
     return {
         "name": name if isinstance(name, str) else "",
-        "arguments": {} if arguments is None else parse_arguments(arguments),
+        "arguments": {} if arguments is None else parse_arguments(arguments, walk),
     }
 
 

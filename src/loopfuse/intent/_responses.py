@@ -7,6 +7,7 @@ from typing import Any
 from loopfuse.intent._parts import (
     CallLinker,
     Part,
+    Walk,
     content_parts,
     str_field,
     tool_call,
@@ -19,7 +20,7 @@ _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
-def responses_intent(body: dict[str, Any]) -> dict[str, Any]:
+def responses_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any]:
     """The canonical intent of a Responses body.
 
     Consecutive ``function_call`` items join the assistant turn before them, so an
@@ -53,7 +54,8 @@ def responses_intent(body: dict[str, Any]) -> dict[str, Any]:
             elif "tool_calls" not in turn:
                 ids = []
             arguments = item.get("arguments", item.get("input"))
-            turn.setdefault("tool_calls", []).append(tool_call(item.get("name"), arguments))
+            call = tool_call(item.get("name"), arguments, walk)
+            turn.setdefault("tool_calls", []).append(call)
             ids.append(item.get("call_id"))
             linker.start_turn(ids, [call["name"] for call in turn["tool_calls"]])
             continue

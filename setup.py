@@ -1,0 +1,42 @@
+"""Build the optional C accelerator of ``loopfuse.dedup`` (FNV-1a 64).
+
+Everything else about the package lives in pyproject.toml. The extension is
+``optional``: without a C compiler or Python headers the build prints a warning and the
+install goes on, and ``loopfuse.dedup.fnv`` uses its bit-identical pure-Python loop.
+Set ``LOOPFUSE_NO_EXTENSIONS=1`` to skip the build on purpose.
+
+On a regular (GIL) interpreter the module is built against the stable ABI of Python
+3.11, so one wheel per platform serves every later CPython; a free-threaded interpreter
+has no stable ABI, so there it is built for that interpreter only.
+"""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+
+from setuptools import Extension, setup
+
+_FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+_LIMITED_API = not _FREE_THREADED and os.environ.get("LOOPFUSE_NO_LIMITED_API", "") == ""
+
+
+def _extensions() -> list[Extension]:
+    if os.environ.get("LOOPFUSE_NO_EXTENSIONS", "") not in ("", "0"):
+        return []
+    return [
+        Extension(
+            "loopfuse.dedup._fnv",
+            sources=["src/loopfuse/dedup/_fnv.c"],
+            optional=True,
+            py_limited_api=_LIMITED_API,
+            define_macros=[("Py_LIMITED_API", "0x030B0000")] if _LIMITED_API else [],
+            extra_compile_args=["-O2"] if os.name != "nt" else [],
+        )
+    ]
+
+
+setup(
+    ext_modules=_extensions(),
+    options={"bdist_wheel": {"py_limited_api": "cp311"}} if _LIMITED_API else {},
+)

@@ -1,0 +1,278 @@
+"""``DedupCache``: never pay twice for the same answer.
+
+A bounded, thread-safe map from :class:`~loopfuse.dedup.RequestKey` to any value, with a
+time to live per entry and single-flight computation for threads and asyncio tasks.
+
+- **Expiry.** Each entry lives ``ttl`` seconds of the injected ``clock`` (default
+  :func:`time.monotonic`, which the clock must behave like: it never goes back). An
+  expired entry is never served; it is removed when it is read (a miss and an
+  eviction), by :meth:`DedupCache.evict_expired`, or when room is needed.
+- **Eviction order.** Inserting a new key into a full cache first removes *every*
+  expired entry, then, only if the cache is still full, the least recently used live
+  one. Replacing an existing key never evicts anything. A read that is served a value
+  makes that entry the most recently used. Every operation is O(1) (amortised; see
+  :mod:`loopfuse.dedup._expiry` for many distinct TTLs): LRU order is kept by
+  :class:`cachetools.LRUCache`, expiry order by TTL groups.
+- **Collision protection.** An entry keeps the digest of the key it was stored under. A
+  probe whose key carries a digest is served only an entry with the same digest; a
+  mismatch is a miss and counts in ``stats.collisions``. A bare key (``RequestKey(n)``)
+  is served whatever lives under ``n``.
+- **Single flight.** :meth:`DedupCache.get_or_compute` and
+  :meth:`DedupCache.aget_or_compute` run the factory once for concurrent callers of one
+  key; the others wait (up to a timeout) and get the same value.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar, cast
+
+from loopfuse.dedup import singleflight
+from loopfuse.dedup._core import MISSING, CacheCore, check_key, seconds
+from loopfuse.dedup.entries import CachedResponse, DedupStats
+from loopfuse.dedup.keys import RequestKey
+
+__all__ = ["DEFAULT_TTL", "DEFAULT_WAIT_TIMEOUT", "DedupCache"]
+
+V = TypeVar("V")
+
+DEFAULT_TTL = 60.0
+"""Seconds an entry lives unless told otherwise."""
+
+DEFAULT_WAIT_TIMEOUT = 300.0
+"""Seconds a single-flight waiter waits for another caller's computation.
+
+Long enough for a slow LLM answer, short enough that a factory which hangs for good
+cannot block its waiters for good. ``math.inf`` waits forever.
+"""
+
+
+class DedupCache(Generic[V]):
+    """A bounded, thread-safe cache of answers by :class:`~loopfuse.dedup.RequestKey`.
+
+    ``capacity`` (an int >= 1) bounds the number of entries; ``default_ttl`` (seconds,
+    > 0; ``math.inf`` for never) is the life of an entry inserted without its own TTL;
+    ``clock`` returns seconds and must never go back; ``wait_timeout`` bounds how long a
+    single-flight waiter waits (see :data:`DEFAULT_WAIT_TIMEOUT`). Bad values raise
+    :class:`~loopfuse.errors.ConfigError`. Values may be any object, ``None`` included
+    (``get`` cannot tell a cached ``None`` from a miss; ``peek``, ``in`` and
+    ``get_or_compute`` can).
+
+    >>> now = [0.0]
+    >>> cache: DedupCache[str] = DedupCache(capacity=2, default_ttl=60.0, clock=lambda: now[0])
+    >>> key = RequestKey.from_str("What is Rust?")
+    >>> cache.insert(key, "A systems programming language.")
+    >>> cache.get(key)
+    'A systems programming language.'
+    >>> now[0] = 60.0  # the TTL is up
+    >>> cache.get(key) is None
+    True
+    >>> cache.stats.summary()
+    'requests=2 hits=1 misses=1 evictions=1 hit_rate=50.0%'
+    >>> DedupCache(capacity=0)
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: capacity must be an int >= 1, got 0
+    """
+
+    __slots__ = ("_core", "_flights")
+
+    def __init__(
+        self,
+        capacity: int = 1024,
+        default_ttl: float = DEFAULT_TTL,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
+    ) -> None:
+        self._core: CacheCore[V] = CacheCore(capacity, default_ttl, clock, wait_timeout)
+        self._flights: singleflight.FlightTables[V] = singleflight.FlightTables()
+
+    @classmethod
+    def with_capacity(cls, capacity: int) -> DedupCache[V]:
+        """A cache of ``capacity`` entries with the default 60 s TTL.
+
+        >>> DedupCache.with_capacity(128).default_ttl
+        60.0
+        """
+        return cls(capacity=capacity)
+
+    @property
+    def capacity(self) -> int:
+        """The most entries the cache holds."""
+        return self._core.capacity
+
+    @property
+    def default_ttl(self) -> float:
+        """Seconds an entry inserted without its own TTL lives."""
+        return self._core.default_ttl
+
+    @property
+    def wait_timeout(self) -> float:
+        """Seconds a single-flight waiter waits unless the call says otherwise."""
+        return self._core.wait_timeout
+
+    def insert(self, key: RequestKey, value: V) -> None:
+        """Store ``value`` under ``key`` for :attr:`default_ttl` seconds.
+
+        An existing entry for the key is replaced (fresh time, hit count 0) and nothing
+        is evicted; a new key in a full cache evicts every expired entry, then, if the
+        cache is still full, the least recently used one.
+        """
+        core = self._core
+        checked = check_key(key)
+        with core.lock:
+            core.insert(checked, value, core.default_ttl, core.now())
+
+    def insert_with_ttl(self, key: RequestKey, value: V, ttl: float) -> None:
+        """Store ``value`` under ``key`` for ``ttl`` seconds (> 0; ``math.inf`` for never).
+
+        >>> cache: DedupCache[int] = DedupCache(capacity=4, clock=lambda: 0.0)
+        >>> cache.insert_with_ttl(RequestKey(1), 42, ttl=-1)
+        Traceback (most recent call last):
+            ...
+        loopfuse.errors.ConfigError: ttl must be > 0, got -1
+        """
+        core = self._core
+        checked = check_key(key)
+        duration = seconds(ttl, "ttl")
+        with core.lock:
+            core.insert(checked, value, duration, core.now())
+
+    def get(self, key: RequestKey) -> V | None:
+        """The value cached for ``key``, or ``None``; counts a request, a hit or a miss.
+
+        An expired entry is removed (a miss and an eviction); an entry stored for other
+        content under the same 64-bit value is not served (a miss and a collision). A
+        served entry becomes the most recently used.
+        """
+        core = self._core
+        checked = check_key(key)
+        with core.lock:
+            value = core.lookup(checked, core.now())
+            core.count(hit=value is not MISSING)
+        return None if value is MISSING else cast(V, value)
+
+    def peek(self, key: RequestKey) -> CachedResponse[V] | None:
+        """A snapshot of the entry ``get`` would serve, or ``None``, with no side effect:
+        no stats, no LRU refresh, no hit counted, nothing removed.
+
+        >>> cache: DedupCache[str] = DedupCache(capacity=4, clock=lambda: 5.0)
+        >>> cache.insert(RequestKey.from_str("q"), "a")
+        >>> cache.peek(RequestKey.from_str("q"))
+        CachedResponse(value='a', created_at=5.0, ttl=60.0, hit_count=0)
+        """
+        core = self._core
+        checked = check_key(key)
+        with core.lock:
+            entry = core.entry(checked.value)
+            if entry is None or not core.servable(entry, checked, core.now()):
+                return None
+            return CachedResponse(entry.value, entry.created_at, entry.ttl, entry.hit_count)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether ``get(key)`` would be served a value (without its side effects)."""
+        return isinstance(key, RequestKey) and self.peek(key) is not None
+
+    def evict_expired(self) -> int:
+        """Remove every expired entry now; returns how many (each counts as an eviction)."""
+        core = self._core
+        with core.lock:
+            return core.evict_expired(core.now())
+
+    def __len__(self) -> int:
+        """Entries stored, including expired ones not removed yet."""
+        return len(self._core.store)
+
+    def clear(self) -> None:
+        """Remove every entry and reset the stats.
+
+        Computations in flight are not cancelled: they store their value when they end
+        (and count in the fresh stats).
+        """
+        core = self._core
+        with core.lock:
+            core.clear()
+
+    @property
+    def stats(self) -> DedupStats:
+        """The counters, as one consistent snapshot (see :class:`DedupStats`)."""
+        core = self._core
+        with core.lock:
+            return core.snapshot()
+
+    def __repr__(self) -> str:
+        core = self._core
+        return (
+            f"DedupCache(capacity={core.capacity}, default_ttl={core.default_ttl}, "
+            f"entries={len(core.store)})"
+        )
+
+    def get_or_compute(
+        self,
+        key: RequestKey,
+        factory: Callable[[], V],
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+    ) -> V:
+        """The cached value for ``key``, or ``factory()`` run once for concurrent threads.
+
+        The first caller that misses runs the factory and caches its value (for ``ttl``
+        seconds, default :attr:`default_ttl`); callers of the same key that arrive
+        meanwhile wait and get the same value (a hit each). If the factory raises,
+        nothing is cached, its caller gets the exception, and one of the waiters runs
+        its own factory next. A waiter gives up after ``timeout`` seconds (default
+        :attr:`wait_timeout`; real time, not the cache clock; ``0`` means do not wait)
+        with :class:`~loopfuse.dedup.SingleFlightTimeoutError`, while the running
+        factory goes on. A factory that asks for its own key raises
+        :class:`~loopfuse.dedup.SingleFlightReentryError` instead of deadlocking. See
+        :mod:`loopfuse.dedup.singleflight`.
+
+        >>> cache: DedupCache[str] = DedupCache(capacity=8)
+        >>> calls = []
+        >>> def ask() -> str:
+        ...     calls.append(1)
+        ...     return "answer"
+        >>> key = RequestKey.from_str("question")
+        >>> cache.get_or_compute(key, ask), cache.get_or_compute(key, ask), len(calls)
+        ('answer', 'answer', 1)
+        """
+        checked = check_key(key)
+        duration = self._core.default_ttl if ttl is None else seconds(ttl, "ttl")
+        return singleflight.compute(self._core, self._flights, checked, factory, duration, timeout)
+
+    async def aget_or_compute(
+        self,
+        key: RequestKey,
+        factory: Callable[[], Awaitable[V]],
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+    ) -> V:
+        """:meth:`get_or_compute` for asyncio: ``await factory()`` once per key.
+
+        Tasks of one event loop share a computation. If the computing task is cancelled
+        (or its factory raises), nothing is cached and a waiting task takes over, so
+        waiters never hang on a task that is gone; a cancelled waiter leaves the others
+        undisturbed.
+
+        >>> import asyncio
+        >>> async def main() -> tuple[str, str]:
+        ...     cache: DedupCache[str] = DedupCache(capacity=8)
+        ...     async def ask() -> str:
+        ...         await asyncio.sleep(0)
+        ...         return "answer"
+        ...     key = RequestKey.from_str("question")
+        ...     a, b = await asyncio.gather(cache.aget_or_compute(key, ask),
+        ...                                 cache.aget_or_compute(key, ask))
+        ...     return a, cache.stats.summary()
+        >>> asyncio.run(main())
+        ('answer', 'requests=2 hits=1 misses=1 evictions=0 hit_rate=50.0%')
+        """
+        checked = check_key(key)
+        duration = self._core.default_ttl if ttl is None else seconds(ttl, "ttl")
+        return await singleflight.acompute(
+            self._core, self._flights, checked, factory, duration, timeout
+        )

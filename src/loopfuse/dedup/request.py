@@ -1,0 +1,205 @@
+"""What identifies the answer to an LLM request: the bytes behind ``RequestKey.from_request``.
+
+A cached answer may be served for a new request only when the model would be asked the
+same thing in the same way, so the key material is:
+
+- ``dialect``: the API shape (an OpenAI Chat answer cannot be served to a Responses
+  client, even for the same conversation);
+- ``model``: the body's ``model``; when the body has none, the model named by the URL
+  path (Gemini and Vertex ``…/models/NAME:generateContent``, ``tunedModels/NAME``,
+  ``endpoints/ID``, Azure ``…/deployments/NAME/…``, Bedrock ``…/model/ID/…``); when
+  neither names one, the whole path (query string dropped), so that two endpoints whose
+  model we cannot see never share answers;
+- ``intent``: the canonical, dialect-free conversation from :mod:`loopfuse.intent`
+  (system prompt, messages, tool calls with parsed arguments, tools offered), which
+  already ignores provider ids, ``cache_control`` and signatures;
+- ``params``: every other top-level field of the body, except the few that cannot
+  change the answer (:data:`IGNORED_PARAMS`). Listing what to *drop* rather than what to
+  keep is deliberate: a parameter we have never heard of (a new sampling knob, a
+  provider extension) can then only cost a cache miss, never serve a wrong answer.
+  Temperature, ``top_p``/``top_k``, ``seed``, every spelling of the token limit
+  (``max_tokens``, ``max_completion_tokens``, ``max_output_tokens``, Gemini
+  ``generationConfig.maxOutputTokens``, Ollama ``options.num_predict``), ``stop`` /
+  ``stop_sequences``, ``tool_choice``, ``response_format`` / ``text.format``,
+  ``reasoning`` / ``reasoning_effort`` / ``thinking``, ``n``, ``logit_bias``,
+  penalties, Gemini ``generationConfig`` / ``safetySettings`` / ``cachedContent``,
+  Ollama ``options`` / ``format`` / ``think``, ``previous_response_id`` (it names
+  server-side conversation state) all count.
+
+Numbers are written as :func:`loopfuse.intent.canonical_json` writes them, and key
+order never matters.
+
+Fallbacks (never an exception for ``bytes``/``str``): JSON that is not a request of a
+known dialect keys on the canonical JSON of the whole value plus the path; a body that
+is not JSON at all keys on its raw bytes (a ``str`` as UTF-8, lone surrogates kept as
+``surrogatepass`` bytes) plus the path. The query string of a path (which may carry an
+API key) is never part of a key. An already-parsed value that JSON cannot express
+(or nested deeper than :data:`loopfuse.intent.MAX_DEPTH`) raises
+:class:`~loopfuse.errors.InvalidInputError`, as :func:`loopfuse.intent.fingerprint` does.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import Any, Final
+
+from loopfuse import intent
+from loopfuse.errors import InvalidInputError
+
+__all__ = ["IGNORED_PARAMS", "canonical_object", "model_from_path", "request_material"]
+
+IGNORED_PARAMS: Final = frozenset(
+    {
+        "stream",
+        "stream_options",
+        "user",
+        "metadata",
+        "store",
+        "service_tier",
+        "safety_identifier",  # OpenAI's successor of ``user``
+        "prompt_cache_key",  # routes to a prompt cache; same answer
+        "prompt_cache_retention",
+        "keep_alive",  # Ollama: how long the model stays loaded
+        "cache_control",  # Anthropic automatic prompt caching
+    }
+)
+"""Top-level body fields that do not change the answer, so they are not in the key."""
+
+# The fields each dialect's intent is built from; they are keyed through the intent.
+# A field is only left out of the params when the intent really read it (see _consumed).
+_CHAT_FIELDS: Final = ("messages", "system", "tools")
+_INTENT_FIELDS: Final = {
+    "openai_chat": _CHAT_FIELDS,
+    "anthropic": _CHAT_FIELDS,
+    "ollama": _CHAT_FIELDS,
+    "openai_responses": ("input", "instructions", "tools"),
+    "gemini": ("contents", "tools"),
+}
+
+_MODEL_IN_PATH: Final = (
+    re.compile(r"(?:^|/)((?:models|tunedModels|endpoints)/[^/:?#]+)"),  # Gemini, Vertex
+    re.compile(r"(?:^|/)(deployments/[^/?#]+)"),  # Azure OpenAI
+    re.compile(r"(?:^|/)(model/[^/?#]+)"),  # Amazon Bedrock
+)
+
+_SCHEME: Final = "loopfuse.request/1"
+_RAW_TAG: Final = b"loopfuse.request.raw/1\x00"
+
+
+def model_from_path(path: str) -> str | None:
+    """The model a URL path names, with its collection, or ``None``.
+
+    >>> model_from_path("/v1beta/models/gemini-2.0-flash:generateContent")
+    'models/gemini-2.0-flash'
+    >>> model_from_path("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse")
+    'models/gemini-2.0-flash'
+    >>> model_from_path("/openai/deployments/gpt4o-prod/chat/completions?api-version=2024-10-21")
+    'deployments/gpt4o-prod'
+    >>> model_from_path("/v1/chat/completions") is None
+    True
+    """
+    for pattern in _MODEL_IN_PATH:
+        match = pattern.search(path)
+        if match is not None:
+            return match.group(1)
+    return None
+
+
+def _consumed(dialect: str, body: dict[str, Any]) -> set[str]:
+    fields = set(_INTENT_FIELDS[dialect])
+    if dialect in ("openai_chat", "anthropic", "ollama") and "tools" not in body:
+        fields.add("functions")  # legacy OpenAI: read only when ``tools`` is absent
+    if dialect == "gemini":
+        # The intent reads systemInstruction, or system_instruction when it is absent.
+        fields.add("systemInstruction" if "systemInstruction" in body else "system_instruction")
+    return fields
+
+
+def _path_str(path: object) -> str:
+    if not isinstance(path, str):
+        raise InvalidInputError(f"path must be a str, not {type(path).__name__}")
+    return path
+
+
+def _without_query(path: str) -> str:
+    return path.split("?", 1)[0].split("#", 1)[0]
+
+
+def request_material(body: object, path: str = "") -> bytes:
+    """The bytes ``RequestKey.from_request(body, path)`` hashes.
+
+    Canonical JSON for a JSON body, a tagged raw encoding for anything else; the two
+    cannot be confused (canonical JSON never starts with the raw tag's ``l``).
+
+    >>> a = request_material({"model": "m", "stream": True, "temperature": 1,
+    ...                       "messages": [{"role": "user", "content": "hi"}]})
+    >>> a
+    b'{"dialect":"openai_chat","intent":{"messages":[{"content":["hi"],"role":"user"}]},"key":"loopfuse.request/1","model":"m","params":{"temperature":1}}'
+    >>> a == request_material(b'{"messages":[{"role":"user","content":"hi"}],"model":"m",'
+    ...                       b'"temperature":1,"user":"u-42"}')
+    True
+    >>> request_material(b"\\xff not json", path="/x")
+    b'loopfuse.request.raw/1\\x00\\x02\\x00\\x00\\x00\\x00\\x00\\x00\\x00/x\\xff not json'
+    """
+    path = _path_str(path)
+    # One parse: the value, the dialect (detected on what is keyed, so that an ignored
+    # field such as Ollama's keep_alive cannot flip it) and the canonical intent.
+    value, dialect, intent_bytes = intent.analyse(body, ignore=IGNORED_PARAMS)
+    if value is intent.NOT_JSON:
+        return _raw_material(body, path)
+    if dialect is None or intent_bytes is None or not isinstance(value, dict):
+        return intent.canonical_json({"key": _SCHEME, "path": _without_query(path), "value": value})
+    keyed = {name: field for name, field in value.items() if name not in IGNORED_PARAMS}
+    consumed = _consumed(dialect, keyed)
+    params = {name: field for name, field in keyed.items() if name not in consumed}
+    model = params.pop("model", None)
+    if model is None:
+        model = model_from_path(path)
+    members = {
+        "dialect": dialect,
+        "intent": intent_bytes,
+        "key": _SCHEME,
+        "model": model,
+        "params": params,
+    }
+    if model is None:
+        members["endpoint"] = _without_query(path)
+    return canonical_object(members)
+
+
+def canonical_object(members: dict[str, Any]) -> bytes:
+    """The canonical JSON of an object, written one member at a time; a ``bytes`` member
+    is taken as canonical JSON already.
+
+    Equal to ``canonical_json`` of the object (a canonical object is its members in key
+    order, each canonical), so a member that is expensive to write the careful way (a
+    parsed value, a float) costs only its own walk, and a member already canonical
+    costs nothing.
+
+    >>> fields = {"b": [1.0, 0.25], "a": {"y": "é", "x": None}}
+    >>> canonical_object(fields) == intent.canonical_json(fields)
+    True
+    >>> canonical_object({"b": 2, "a": b'{"x":1}'})
+    b'{"a":{"x":1},"b":2}'
+    """
+    parts = []
+    for name in sorted(members):
+        member = members[name]
+        encoded = member if isinstance(member, bytes) else intent.canonical_json(member)
+        parts.append(intent.canonical_json(name) + b":" + encoded)
+    return b"{" + b",".join(parts) + b"}"
+
+
+def _raw_material(body: object, path: str) -> bytes:
+    if isinstance(body, str):
+        raw = body.encode("utf-8", "surrogatepass")
+    elif isinstance(body, bytes | bytearray | memoryview):
+        raw = bytes(body)
+    else:
+        raise InvalidInputError(
+            f"cannot key a {type(body).__name__}: pass bytes, str, or a JSON-compatible "
+            f"mapping nested at most {intent.MAX_DEPTH} deep"
+        )
+    encoded_path = _without_query(path).encode("utf-8", "surrogatepass")
+    return _RAW_TAG + struct.pack("<Q", len(encoded_path)) + encoded_path + raw

@@ -8,24 +8,9 @@ from datetime import timedelta
 
 import pytest
 
+from conftest import FakeClock
 from loopfuse import ConfigError, InvalidInputError, LoopBreaker, LoopBroken, LoopfuseError
 from loopfuse.intent import fingerprint
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 def test_breaks_the_n_plus_first_identical_request(clock: FakeClock) -> None:

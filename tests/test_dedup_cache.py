@@ -7,19 +7,9 @@ from typing import Any
 
 import pytest
 
+from conftest import FakeClock
 from loopfuse.dedup import CachedResponse, DedupCache, DedupStats, RequestKey
 from loopfuse.errors import ConfigError, InvalidInputError
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def k(text: str) -> RequestKey:

@@ -9,19 +9,9 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import FakeClock
 from loopfuse.dedup import CachedResponse, DedupCache, RequestKey
 from loopfuse.dedup._expiry import ExpiryIndex
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def k(text: str) -> RequestKey:

@@ -192,14 +192,6 @@ def canonical_object(members: dict[str, Any]) -> bytes:
 
 
 def _raw_material(body: object, path: str) -> bytes:
-    if isinstance(body, str):
-        raw = body.encode("utf-8", "surrogatepass")
-    elif isinstance(body, bytes | bytearray | memoryview):
-        raw = bytes(body)
-    else:
-        raise InvalidInputError(
-            f"cannot key a {type(body).__name__}: pass bytes, str, or a JSON-compatible "
-            f"mapping nested at most {intent.MAX_DEPTH} deep"
-        )
+    raw = intent.raw_bytes(body)
     encoded_path = _without_query(path).encode("utf-8", "surrogatepass")
     return _RAW_TAG + struct.pack("<Q", len(encoded_path)) + encoded_path + raw

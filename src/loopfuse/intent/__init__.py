@@ -90,6 +90,7 @@ __all__ = [
     "json_backend",
     "load",
     "parse",
+    "raw_bytes",
 ]
 
 DIALECTS: Final = ("openai_chat", "openai_responses", "anthropic", "gemini", "ollama")
@@ -243,6 +244,25 @@ def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
     return Analysis(value, _dialect_of(keyed, walk), canon)
 
 
+def raw_bytes(body: object) -> bytes:
+    """The bytes a body that is not JSON is hashed as: ``bytes`` as they are, a ``str``
+    as UTF-8 with lone surrogates kept (``surrogatepass``).
+
+    Anything else cannot be hashed raw: :class:`~loopfuse.errors.InvalidInputError`.
+
+    >>> raw_bytes("é\\ud800")
+    b'\xc3\xa9\xed\xa0\x80'
+    """
+    if isinstance(body, str):
+        return body.encode("utf-8", "surrogatepass")
+    if isinstance(body, bytes | bytearray | memoryview):
+        return bytes(body)
+    raise InvalidInputError(
+        f"cannot hash a {type(body).__name__}: pass bytes, str, or a JSON-compatible "
+        f"mapping nested at most {MAX_DEPTH} deep"
+    )
+
+
 def _path_bytes(path: object) -> bytes:
     if not isinstance(path, str):
         raise InvalidInputError(f"path must be a str, not {type(path).__name__}")
@@ -274,13 +294,5 @@ def fingerprint(body: object, path: str = "") -> int:
     prefix = _path_bytes(path) + b"\n"
     data = _canonical_bytes(body)
     if data is None:
-        if isinstance(body, str):
-            data = body.encode("utf-8", "surrogatepass")
-        elif isinstance(body, bytes | bytearray | memoryview):
-            data = bytes(body)
-        else:
-            raise InvalidInputError(
-                f"cannot fingerprint a {type(body).__name__}: "
-                f"pass bytes, str, or a JSON-compatible mapping nested at most {MAX_DEPTH} deep"
-            )
+        data = raw_bytes(body)
     return int.from_bytes(blake3(prefix + data).digest(8), "little")

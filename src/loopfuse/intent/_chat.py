@@ -15,9 +15,9 @@ from loopfuse.intent._parts import (
     Part,
     Walk,
     add_part,
+    assemble,
     content_parts,
     tool_call,
-    tool_declarations,
 )
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -67,13 +67,7 @@ def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any
             messages.append({"role": role, "content": content_parts(message.get("content"))})
         else:
             messages.append({"role": "unknown", "value": message})
-    intent: dict[str, Any] = {"messages": messages}
-    if system:
-        intent["system"] = system
-    tools = tool_declarations(body.get("tools", body.get("functions")))
-    if tools:
-        intent["tools"] = tools
-    return intent
+    return assemble(messages, system, body.get("tools", body.get("functions")))
 
 
 def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -> dict[str, Any]:

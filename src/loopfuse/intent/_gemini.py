@@ -14,9 +14,9 @@ from loopfuse.intent._parts import (
     Part,
     Walk,
     add_part,
+    assemble,
     content_parts,
     tool_call,
-    tool_declarations,
     without_volatile,
 )
 
@@ -48,13 +48,7 @@ def gemini_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, A
             messages.append(
                 {"role": role if isinstance(role, str) else "unknown", "content": _parts(raw_parts)}
             )
-    intent: dict[str, Any] = {"messages": messages}
-    if system:
-        intent["system"] = system
-    tools = tool_declarations(body.get("tools"))
-    if tools:
-        intent["tools"] = tools
-    return intent
+    return assemble(messages, system, body.get("tools"))
 
 
 def _parts(raw_parts: object) -> list[Part]:

@@ -46,6 +46,17 @@ def str_field(value: dict[str, Any], key: str) -> str | None:
     return field if isinstance(field, str) else None
 
 
+def assemble(messages: list[dict[str, Any]], system: list[Part], tools: object) -> dict[str, Any]:
+    """The intent dict: ``messages`` always, ``system`` and ``tools`` only when non-empty."""
+    intent: dict[str, Any] = {"messages": messages}
+    if system:
+        intent["system"] = system
+    declarations = tool_declarations(tools)
+    if declarations:
+        intent["tools"] = declarations
+    return intent
+
+
 def content_parts(content: object) -> list[Part]:
     """Canonical parts of a message's ``content`` in any dialect.
 

@@ -8,10 +8,10 @@ from loopfuse.intent._parts import (
     CallLinker,
     Part,
     Walk,
+    assemble,
     content_parts,
     str_field,
     tool_call,
-    tool_declarations,
     without_volatile,
 )
 
@@ -84,10 +84,4 @@ def responses_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str
         leading = False
         # Built-in tool calls (web_search_call, computer_call, ...) and item references.
         messages.append({"role": "unknown", "value": without_volatile(item)})
-    intent: dict[str, Any] = {"messages": messages}
-    if system:
-        intent["system"] = system
-    tools = tool_declarations(body.get("tools"))
-    if tools:
-        intent["tools"] = tools
-    return intent
+    return assemble(messages, system, body.get("tools"))

@@ -3,6 +3,8 @@
 Call a guard before every LLM request:
 
 - :class:`LoopBreaker` refuses the same request intent sent again and again.
+- :class:`LoopDetector` refuses a tool-call batch (or a cycle of them) repeated with the
+  same answers; :func:`scan` gives the same verdict on a whole request body.
 - :class:`DedupCache` answers an identical request from cache instead of paying again.
 - :mod:`loopfuse.intent` turns any OpenAI, Anthropic, Gemini or Ollama request body into
   one canonical intent and fingerprints it.
@@ -25,11 +27,31 @@ from loopfuse.dedup import (
     SingleFlightReentryError,
     SingleFlightTimeoutError,
 )
+from loopfuse.detector import (
+    BatchRecord,
+    BatchRecordError,
+    LoopDetected,
+    LoopDetector,
+    RepeatOutcome,
+    StagnationDetected,
+    StagnationDetector,
+    ToolCall,
+    Verdict,
+    batch_signature,
+    is_costly_batch,
+    is_observation_batch,
+    normalize_answer,
+    results_digest,
+    scan,
+    scan_intent,
+)
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BatchRecord",
+    "BatchRecordError",
     "CachedResponse",
     "ConfigError",
     "DedupCache",
@@ -38,10 +60,24 @@ __all__ = [
     "LoopBreaker",
     "LoopBroken",
     "LoopDecision",
+    "LoopDetected",
+    "LoopDetector",
     "LoopfuseError",
+    "RepeatOutcome",
     "RequestKey",
     "SingleFlightReentryError",
     "SingleFlightTimeoutError",
+    "StagnationDetected",
+    "StagnationDetector",
+    "ToolCall",
+    "Verdict",
     "__version__",
+    "batch_signature",
     "intent",
+    "is_costly_batch",
+    "is_observation_batch",
+    "normalize_answer",
+    "results_digest",
+    "scan",
+    "scan_intent",
 ]

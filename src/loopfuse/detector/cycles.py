@@ -1,0 +1,81 @@
+"""Cycle detection: A → B → A → B …, A → B → C → A → B → C …, with repeating answers.
+
+A cycle of period ``p`` is seen at the newest batch ``n`` when the batches of the recent
+history repeat with period ``p`` — ``key[i] == key[i - p]`` — over a *stretch* that ends
+at ``n``, and each answer in the stretch equals the answer one lap earlier. A moving
+answer ends the stretch: edit → run tests → edit → run tests is progress while the test
+output changes. A lap made of one batch only is a repeat, which the run counting
+handles, not a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loopfuse.detector.records import HistoryEntry, same_answers
+
+__all__ = ["CycleHit", "find_cycle"]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleHit:
+    """A cycle at the newest batch: its period, the laps counted, the entry a lap back."""
+
+    period: int
+    laps: int
+    previous: HistoryEntry
+    lap: tuple[HistoryEntry, ...]
+
+
+def find_cycle(
+    history: Sequence[HistoryEntry],
+    max_period: int,
+    limit: int,
+    eligible_limit: int,
+    normalize: bool,
+) -> CycleHit | None:
+    """The shortest cycle ending at ``history[-1]`` that has gone round too many laps.
+
+    ``laps`` counts the occurrences of the newest batch's position in the stretch; it
+    must exceed ``limit`` (``eligible_limit`` when every batch of the lap is read-only),
+    and at least one whole lap must have come round again (A B A B, not A x A).
+
+    >>> def entry(key, answers):
+    ...     e = HistoryEntry(key, (key,), False)
+    ...     e.answers = answers
+    ...     return e
+    >>> h = [entry("A", "a"), entry("B", "b"), entry("A", "a"), entry("B", "b"), entry("A", None)]
+    >>> hit = find_cycle(h, 4, 2, 5, True)
+    >>> hit.period, hit.laps
+    (2, 3)
+    >>> h[2].answers = "a, changed"  # a moving answer is progress
+    >>> find_cycle(h, 4, 2, 5, True) is None
+    True
+    """
+    n = len(history) - 1
+    if n < 2:
+        return None
+    newest = history[n]
+    key = newest.key
+    for p in range(2, min(max_period, n) + 1):
+        if history[n - p].key != key:
+            continue
+        lap = tuple(history[i] for i in range(n - p + 1, n + 1))
+        if all(e.key == key for e in lap):
+            continue  # a lap of one batch is a repeat, not a cycle
+        j = n
+        while j - p >= 0:
+            earlier, later = history[j - p], history[j]
+            if earlier.key != later.key:
+                break
+            # The newest batch has no answers yet; every other pair must repeat.
+            if j != n and same_answers(earlier.answers, later.answers, normalize) is False:
+                break
+            j -= 1
+        # The stretch is history[j - p + 1 : n + 1]; count the newest position's laps in it.
+        laps = 1 + (n - j + p - 1) // p
+        allowed = eligible_limit if all(e.eligible for e in lap) else limit
+        if laps > allowed and n - j >= p:
+            return CycleHit(period=p, laps=laps, previous=history[n - p], lap=lap)
+    return None

@@ -1,0 +1,189 @@
+"""``scan``: is this request — a whole replayed conversation — a lap of a loop?
+
+A proxy sees each request an agent sends, history included, and nothing else. ``scan``
+replays that history through a fresh :class:`~loopfuse.detector.detector.LoopDetector`
+(and a :class:`~loopfuse.detector.stagnation.StagnationDetector` for prose turns) and
+tells whether the conversation *ends* in a loop: the verdict is the one the detector
+gives the last assistant turn, with everything before it as evidence. A loop the agent
+has since left (another batch, or a user turn) is not reported. A refused batch that
+ran anyway and got a *new* answer (a poll that finally moved) is not reported either.
+
+It walks the canonical intent (:func:`loopfuse.intent.extract_intent`), so every dialect
+is read the same way: ``user`` and ``system`` messages end the run (an Anthropic user
+message that only carries ``tool_result`` blocks has no ``user`` message in the intent);
+tool results are joined to their calls by the intent's ``"call"`` index, and a batch
+with a result missing, unlinkable (``None``) or linked twice has unknown answers, which
+never count as progress. Junk never raises: a body that is not an LLM request, or not
+JSON at all, passes.
+
+Only the turns that can change the verdict are replayed: the last assistant turn's run
+of identical batches and the detector's cycle history before it (or, for a prose turn,
+the stagnation window). That gives the same verdict as replaying the whole conversation
+(``tests/test_detector_scan.py`` checks it on random conversations) at a cost that does
+not grow with the history.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from loopfuse.detector.detector import LoopDetector
+from loopfuse.detector.replay import (
+    OK,
+    Batch,
+    Verdict,
+    prose_text,
+    replay,
+    stagnation_verdict,
+)
+from loopfuse.detector.stagnation import WINDOW_FACTOR, StagnationDetected, StagnationDetector
+from loopfuse.intent import extract_intent
+
+__all__ = ["OK", "Verdict", "scan", "scan_intent"]
+
+_DEFAULT_DETECTOR: Final = LoopDetector()
+
+
+def scan(body: object, detector: LoopDetector | None = None) -> Verdict:
+    """Whether the conversation in request ``body`` (any dialect) ends in a loop.
+
+    Stateless; never raises. ``detector`` supplies the settings (its own state is not
+    used); the default is ``LoopDetector()``.
+
+    >>> def turn(i):  # the agent runs the same failing command again
+    ...     return [
+    ...         {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}",
+    ...          "type": "function", "function": {"name": "bash",
+    ...          "arguments": '{"command": "cd fastjson/"}'}}]},
+    ...         {"role": "tool", "tool_call_id": f"c{i}",
+    ...          "content": f"bash: line {100 + i}: cd: fastjson/: No such file or directory"}]
+    >>> body = {"model": "m", "messages": [{"role": "user", "content": "fix it"}]}
+    >>> body["messages"] += turn(1) + turn(2) + turn(3)
+    >>> scan(body).ok
+    True
+    >>> body["messages"] += turn(4)
+    >>> verdict = scan(body)
+    >>> verdict.ok, verdict.kind, verdict.count, verdict.index
+    (False, 'repeat', 4, 7)
+    >>> scan(b"not json").ok
+    True
+    """
+    try:
+        intent = extract_intent(body)
+    except Exception:  # an odd parsed body (e.g. objects JSON cannot hold) is a pass
+        return OK
+    return scan_intent(intent, detector)
+
+
+def scan_intent(intent: object, detector: LoopDetector | None = None) -> Verdict:
+    """:func:`scan` for an intent already made by :func:`loopfuse.intent.extract_intent`.
+
+    >>> scan_intent({"messages": [{"role": "user", "content": ["hi"]}]}).ok
+    True
+    >>> scan_intent("junk").ok
+    True
+    """
+    try:
+        if type(intent) is not dict:
+            return OK
+        messages = intent.get("messages")
+        if type(messages) is not list:
+            return OK
+        return _tail_verdict(messages, (detector or _DEFAULT_DETECTOR).fresh())
+    except Exception:  # a guard must never break the request it guards
+        return OK
+
+
+def _tail_verdict(messages: list[Any], det: LoopDetector) -> Verdict:
+    last = len(messages) - 1
+    while last >= 0:
+        message = messages[last]
+        if type(message) is dict:
+            role = message.get("role")
+            if role == "assistant":
+                break
+            if role == "user" or role == "system":
+                return OK  # the run has ended and nothing came after
+        last -= 1
+    if last < 0:
+        return OK
+    calls = messages[last].get("tool_calls")
+    if type(calls) is list and calls:
+        return _batch_tail(messages, last, Batch(calls), det)
+    return _prose_tail(messages, last, det)
+
+
+def _batch_tail(messages: list[Any], last: int, final: Batch, det: LoopDetector) -> Verdict:
+    """Replay what the final batch's verdict depends on, and nothing more.
+
+    That is its run of identical batches (the repeat count and strikes), and — only when
+    the same batch also occurs up to ``max_cycle_period`` batches before that run, so
+    that a cycle is possible — the cycle history the detector keeps.
+    """
+    period = det.max_cycle_period
+    need = det._history_len
+    run_start = last
+    batches: dict[int, Batch] = {last: final}
+    in_final_run = True
+    cycle_possible = False
+    k = last - 1
+    while k >= 0:
+        message = messages[k]
+        if type(message) is dict:
+            role = message.get("role")
+            if role == "user" or role == "system":
+                break
+            calls = message.get("tool_calls") if role == "assistant" else None
+            if type(calls) is list and calls:
+                batch = Batch(calls)
+                distance = len(batches)  # this batch is history[n - distance]
+                if in_final_run and batch == final:
+                    run_start = k
+                    if batch.names == final.names:
+                        batch = final  # one key object for the run: later compares are `is`
+                elif cycle_possible:
+                    if distance >= need:
+                        break
+                else:
+                    in_final_run = False
+                    if distance > period:
+                        break  # no lap can come round to the final batch: no cycle
+                    cycle_possible = batch == final
+                batches[k] = batch
+        k -= 1
+    start = min(batches) if cycle_possible else run_start
+    return replay(messages, det, start, batches, judge_from=last)
+
+
+def _prose_tail(messages: list[Any], last: int, det: LoopDetector) -> Verdict:
+    """Replay the prose turns of the stagnation window (turns with tool calls don't count)."""
+    steps = det.max_stagnation_steps
+    if steps is None:
+        return OK
+    window = max(1, steps * WINDOW_FACTOR)
+    texts: list[str] = []
+    k = last
+    while k >= 0 and len(texts) < window:
+        message = messages[k]
+        if type(message) is dict:
+            role = message.get("role")
+            if role == "user" or role == "system":
+                break
+            if role == "assistant":
+                calls = message.get("tool_calls")
+                if not (type(calls) is list and calls):
+                    text = prose_text(message.get("content"))
+                    if text.strip():
+                        texts.append(text)
+        k -= 1
+    if not texts or not prose_text(messages[last].get("content")).strip():
+        return OK
+    stagnation = StagnationDetector(steps)
+    verdict = OK
+    for text in reversed(texts):  # only the last turn's outcome is the verdict
+        try:
+            stagnation.record(text, made_tool_calls=False)
+            verdict = OK
+        except StagnationDetected as exc:
+            verdict = stagnation_verdict(exc, last)
+    return verdict

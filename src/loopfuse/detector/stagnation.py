@@ -1,0 +1,105 @@
+"""``StagnationDetector``: the same prose answer again and again.
+
+Some loops call no tool at all: the model answers with the same paragraph turn after
+turn ("I will now fix the bug …"). Each prose turn (one that called no tool) is hashed
+after collapsing whitespace; when one answer appears more than ``max_steps`` times among
+the last ``4 * max_steps`` prose turns, :class:`StagnationDetected` is raised. A user
+turn clears the window.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from typing import Final
+
+from blake3 import blake3
+
+from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
+
+__all__ = ["StagnationDetected", "StagnationDetector"]
+
+WINDOW_FACTOR: Final = 4
+
+
+class StagnationDetected(LoopfuseError):
+    """The model gave the same prose answer too often; ``message`` is written for it."""
+
+    def __init__(self, message: str, *, text_hash: str, count: int, max_steps: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.text_hash = text_hash
+        self.count = count
+        self.max_steps = max_steps
+        self.kind = "stagnation"
+
+
+def _text_hash(text: str) -> str:
+    collapsed = " ".join(text.split())
+    return blake3(collapsed.encode("utf-8", "surrogatepass")).hexdigest(length=8)
+
+
+class StagnationDetector:
+    """Counts identical prose answers in a sliding window of prose turns.
+
+    >>> det = StagnationDetector(max_steps=2)
+    >>> det.record("Let me check the file.", made_tool_calls=False)
+    >>> det.record("Let me check the file.", made_tool_calls=True)  # not a prose turn
+    >>> det.record("Let me  check the file.", made_tool_calls=False)
+    >>> try:
+    ...     det.record("Let me check the file.", made_tool_calls=False)
+    ... except StagnationDetected as stuck:
+    ...     print(stuck.count, stuck.message[:60])
+    3 Loop detected: you gave the same answer 3 times in your last
+    >>> det.clear()  # a user turn
+    >>> det.record("Let me check the file.", made_tool_calls=False)
+    """
+
+    def __init__(self, max_steps: int = 5) -> None:
+        if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 0:
+            raise ConfigError(f"max_steps must be an int >= 0, got {max_steps!r}")
+        self._max_steps = max_steps
+        self._window: deque[str] = deque(maxlen=max(1, max_steps * WINDOW_FACTOR))
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @property
+    def max_steps(self) -> int:
+        """Identical prose answers allowed in the window; one more raises."""
+        return self._max_steps
+
+    def record(self, text: str, made_tool_calls: bool = False) -> None:
+        """Record one assistant turn; raise :class:`StagnationDetected` when it stagnates.
+
+        Turns that called a tool are not recorded (the tool-call detector watches them);
+        empty or blank text is ignored.
+        """
+        if not isinstance(text, str):
+            raise InvalidInputError(f"text must be a str, not {type(text).__name__}")
+        if made_tool_calls or not text.strip():
+            return
+        key = _text_hash(text)
+        with self._lock:
+            window = self._window
+            if len(window) == window.maxlen:
+                oldest = window[0]
+                self._counts[oldest] -= 1
+                if not self._counts[oldest]:
+                    del self._counts[oldest]
+            window.append(key)
+            self._counts[key] += 1
+            count = self._counts[key]
+            seen = len(window)
+        if count > self._max_steps:
+            message = (
+                f"Loop detected: you gave the same answer {count} times in your last "
+                f"{seen} replies without calling a tool. Repeating it will not move things "
+                "on: do something different, or say plainly what is blocking you."
+            )
+            raise StagnationDetected(message, text_hash=key, count=count, max_steps=self._max_steps)
+
+    def clear(self) -> None:
+        """Forget every recorded answer: a user turn came in."""
+        with self._lock:
+            self._window.clear()
+            self._counts.clear()

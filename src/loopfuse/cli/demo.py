@@ -1,0 +1,132 @@
+"""``loopfuse demo``: scan the bundled example transcripts and explain what happened.
+
+The examples (package :mod:`loopfuse.examples`) are small and synthetic: a looping
+agent, an A -> B cycle, a retry storm in a proxy log, and a healthy run. Each has an
+expected result (which guards act, and how); the demo checks it, so it is also a smoke
+test of an installation: exit status 0 when every example came out as expected (the
+healthy run clean, the others caught), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import textwrap
+from dataclasses import dataclass
+from typing import Final, TextIO
+
+from loopfuse.cli.config import Settings, detector_of
+from loopfuse.cli.readers import read_bytes
+from loopfuse.cli.replay import FileResult, replay
+from loopfuse.cli.report import Style, Summary, render_json, render_markdown, render_text
+
+__all__ = ["EXAMPLES", "Example", "results", "run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One bundled file, what it shows, and the (guard, kind) pairs it must trigger."""
+
+    name: str
+    story: str
+    expected: frozenset[tuple[str, str]]
+
+
+EXAMPLES: Final = (
+    Example(
+        "looping_agent.json",
+        "An agent re-runs the same failing test and gets the same failure each time.",
+        frozenset({("detector", "repeat")}),
+    ),
+    Example(
+        "ab_cycle.json",
+        "An Anthropic agent alternates the same edit and the same test run "
+        "(A -> B -> A -> B); every lap gets the same answers.",
+        frozenset({("detector", "cycle")}),
+    ),
+    Example(
+        "retry_storm.jsonl",
+        "A proxy log: a client re-sends one identical request after each timeout, "
+        "beside a healthy session.",
+        frozenset({("breaker", "same-request"), ("dedup", "cache-hit")}),
+    ),
+    Example(
+        "healthy_run.json",
+        "A healthy run: it edits, polls a build whose output moves, and passes.",
+        frozenset(),
+    ),
+)
+
+
+_NAMES: Final = {"breaker": "LoopBreaker", "detector": "LoopDetector", "dedup": "DedupCache"}
+
+
+def results(settings: Settings | None = None) -> list[FileResult]:
+    """Replay every bundled example with ``settings`` (default: the guards' defaults)."""
+    settings = settings or Settings()
+    detector = detector_of(settings)
+    package = importlib.resources.files("loopfuse.examples")
+    out = []
+    for example in EXAMPLES:
+        data = package.joinpath(example.name).read_bytes()
+        source = read_bytes(example.name, data, log=example.name.endswith(".jsonl"))
+        out.append(replay(source, settings, detector))
+    return out
+
+
+def _verdict(example: Example, result: FileResult) -> tuple[bool, str]:
+    found = {(item.guard, item.kind) for item in result.interventions}
+    if not example.expected:
+        return not found, "no guard acted, as it should." if not found else "a guard acted!"
+    acts = []
+    for guard in ("breaker", "detector", "dedup"):
+        mine = [item for item in result.interventions if item.guard == guard]
+        if mine:
+            first = mine[0]
+            acts.append(
+                f"{_NAMES[guard]} would have acted on {result.acted[guard]} "
+                f"request(s) from {first.unit} {first.first} ({first.kind})"
+            )
+    text = "; ".join(acts) or "no guard acted"
+    if result.spared_requests:
+        text += (
+            f". Not spent: {result.spared_tool_calls} tool call(s), "
+            f"{result.spared_chars:,} characters of context."
+        )
+    return found == example.expected, text
+
+
+def run(stdout: TextIO, style: Style, output_format: str = "text", width: int = 80) -> int:
+    """Run the demo, write the report (and, as text, the explanation); 0 if as expected."""
+    settings = Settings()
+    found = results(settings)
+    summary = Summary.of(found, [], settings.guards)
+    checks = [_verdict(example, result) for example, result in zip(EXAMPLES, found, strict=True)]
+    if output_format == "json":
+        stdout.write(render_json(found, [], summary, settings) + "\n")
+    elif output_format == "markdown":
+        stdout.write(render_markdown(found, [], summary))
+    else:
+        stdout.write(style.paint("loopfuse demo", "file") + ": four small synthetic agent ")
+        stdout.write("runs, replayed turn by turn\nthrough LoopBreaker, LoopDetector ")
+        stdout.write("and DedupCache with their default settings.\n\n")
+        stdout.write(render_text(found, [], summary, style, width) + "\n\n")
+        stdout.write(style.paint("What happened", "file") + "\n")
+        for example, (ok, text) in zip(EXAMPLES, checks, strict=True):
+            mark = style.paint("ok", "green") if ok else style.paint("UNEXPECTED", "red")
+            story = textwrap.wrap(f"{example.name}: {example.story}", width - 7)
+            stdout.write(f"  [{mark}] " + "\n       ".join(story) + "\n")
+            stdout.write(
+                "\n".join(
+                    textwrap.wrap(
+                        text, width, initial_indent="       -> ", subsequent_indent=" " * 10
+                    )
+                )
+                + "\n"
+            )
+        stdout.write(
+            "\nScan your own agent's traffic: loopfuse scan PATH... "
+            "(request bodies, JSON Lines\nlogs, trajectories, folders). "
+            "Exit status 1 means a guard would have acted.\n"
+        )
+    stdout.flush()
+    return 0 if all(ok for ok, _ in checks) else 1

@@ -1,0 +1,229 @@
+"""``loopfuse``: the command line. ``loopfuse scan PATH...`` and ``loopfuse demo``.
+
+Exit status: 0 when no guard would have acted, 1 when one would have (so a scan can
+gate an agent's CI), 2 for a usage error or a file that could not be read (reported on
+stderr, one line each, naming the file; the other files are still scanned).
+
+>>> main(["--version"])  # doctest: +ELLIPSIS
+loopfuse ...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn, TextIO
+
+import loopfuse
+from loopfuse.cli import demo
+from loopfuse.cli.config import (
+    OPTIONS,
+    Settings,
+    apply,
+    check,
+    detector_of,
+    load_toml,
+)
+from loopfuse.cli.readers import STDIN, InputError, collect, read_bytes, read_path
+from loopfuse.cli.replay import FileResult, replay
+from loopfuse.cli.report import (
+    Progress,
+    Style,
+    Summary,
+    render_json,
+    render_markdown,
+    render_text,
+)
+from loopfuse.errors import ConfigError
+
+__all__ = ["MANY_FILES", "main", "run_scan"]
+
+MANY_FILES = 4
+"""From this many files on, ``scan`` draws a progress bar on stderr (when it is a TTY)."""
+
+_GROUPS = {
+    "scan": "what to scan",
+    "breaker": "LoopBreaker (the same request again and again)",
+    "detector": "LoopDetector (the same tool call with the same answer)",
+    "dedup": "DedupCache (identical requests answered from the cache)",
+    "output": "output",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``loopfuse`` parser: ``scan`` with a flag per option, and ``demo``."""
+    parser = _Parser(prog="loopfuse", description="Stop LLM agents from burning money in loops.")
+    parser.add_argument("--version", action="version", version=f"loopfuse {loopfuse.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    scan = commands.add_parser(
+        "scan",
+        help="replay recorded agent traffic through the guards",
+        description="Replay recorded agent traffic (request bodies, JSON Lines logs, "
+        "trajectories, folders of them) through LoopBreaker, LoopDetector and DedupCache, "
+        "and report where each would have acted. Exit status: 0 nothing found, "
+        "1 interventions found, 2 usage or input error.",
+    )
+    scan.add_argument("paths", nargs="+", metavar="PATH", help="file, folder, or - for stdin")
+    scan.add_argument("--config", metavar="FILE", help="TOML file with the same keys as the flags")
+    groups = {name: scan.add_argument_group(title) for name, title in _GROUPS.items()}
+    defaults = Settings()
+    for option in OPTIONS:
+        default = getattr(defaults, option.name)
+        shown = ",".join(default) if isinstance(default, tuple) else default
+        help_text = f"{option.help} (default: {'none' if shown is None else shown or '-'})"
+        group = groups[option.group]
+        if option.kind == "bool":
+            group.add_argument(
+                option.flag, dest=option.name, action=argparse.BooleanOptionalAction, help=help_text
+            )
+        else:
+            group.add_argument(
+                option.flag,
+                dest=option.name,
+                metavar=option.kind.rstrip("?").upper() if not option.choices else None,
+                choices=option.choices if option.kind == "choice" else None,
+                help=help_text,
+            )
+    demo_parser = commands.add_parser(
+        "demo", help="scan the bundled example transcripts and explain the result"
+    )
+    demo_parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    demo_parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (see the module docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else 2
+    stdout, stderr = sys.stdout, sys.stderr
+    _tolerate_unencodable(stdout)
+    _tolerate_unencodable(stderr)
+    if args.command == "demo":
+        report = io.StringIO()
+        status = demo.run(report, _style(args.color, stdout), args.format, _width(stdout))
+        _emit(stdout, report.getvalue())
+        return status
+    if args.command != "scan":
+        stderr.write("loopfuse: error: choose a command: scan or demo (see loopfuse --help)\n")
+        return 2
+    try:
+        settings = Settings()
+        if args.config:
+            settings = apply(load_toml(Path(args.config)), settings, args.config)
+        flags = {o.name: getattr(args, o.name) for o in OPTIONS}
+        settings = apply({k: v for k, v in flags.items() if v is not None}, settings, "flags")
+        check(settings)
+    except ConfigError as exc:
+        stderr.write(f"loopfuse scan: error: {_one_line(str(exc))}\n")
+        return 2
+    return run_scan(args.paths, settings, stdout, stderr)
+
+
+def run_scan(paths: Sequence[str], settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
+    """Scan ``paths`` and write the report; returns the exit status."""
+    targets = list(collect(paths))
+    files = sum(not isinstance(target, InputError) for target in targets)
+    progress = Progress(
+        stderr,
+        files,
+        enabled=settings.progress and files >= MANY_FILES and _isatty(stderr),
+        width=_width(stderr),
+    )
+    detector = detector_of(settings) if "detector" in settings.guards else None
+    results: list[FileResult] = []
+    errors: list[InputError] = []
+    for target in targets:
+        if not isinstance(target, InputError):
+            name = "<stdin>" if target == STDIN else str(target)
+            progress.step(name)
+            try:
+                if isinstance(target, Path):
+                    source = read_path(target)
+                else:
+                    source = read_bytes(name, sys.stdin.buffer.read())
+                results.append(replay(source, settings, detector))
+                continue
+            except InputError as exc:
+                target = exc
+            except Exception as exc:  # a bug must not hide the other files' results
+                problem = f"internal error while replaying ({type(exc).__name__}: {exc})"
+                target = InputError(name, problem + "; please report it")
+        errors.append(target)
+        progress.clear()
+        stderr.write(f"loopfuse scan: error: {_one_line(str(target))}\n")
+    progress.clear()
+    summary = Summary.of(results, errors, settings.guards)
+    if settings.format == "json":
+        output = render_json(results, errors, summary, settings)
+    elif settings.format == "markdown":
+        output = render_markdown(results, errors, summary)
+    else:
+        style = _style(settings.color, stdout)
+        output = render_text(results, errors, summary, style, _width(stdout))
+    _emit(stdout, output.rstrip("\n") + "\n")
+    return 2 if errors else 1 if summary.found else 0
+
+
+def _emit(stream: TextIO, text: str) -> None:
+    """Write the report; a reader that went away (``| head``) is not an error."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        # Point the descriptor at /dev/null so that the interpreter's own flush at exit
+        # does not raise again; the exit status still tells what the scan found.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _style(color: str, stream: TextIO) -> Style:
+    if color == "always":
+        return Style(True)
+    if color == "never":
+        return Style(False)
+    wanted = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    return Style(wanted and _isatty(stream))
+
+
+def _width(stream: TextIO) -> int:
+    if not _isatty(stream):
+        return 80
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _tolerate_unencodable(stream: TextIO) -> None:
+    # A transcript may hold text the terminal's encoding cannot show: replace, don't crash.
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="replace")

@@ -1,0 +1,54 @@
+"""Integrations: loopfuse's guards in front of the LLM clients and frameworks people use.
+
+Each integration lives in its own module and needs its own extra; importing this package
+imports none of them (nor any third-party package):
+
+==========================================  ==========================================
+module                                      what, and its extra
+==========================================  ==========================================
+:mod:`loopfuse.integrations.httpx`          ``GuardTransport``/``AsyncGuardTransport``
+                                            for OpenAI, Anthropic, Ollama and every SDK
+                                            on an ``httpx2``/``httpx`` client:
+                                            ``loopfuse[openai]``, ``[anthropic]``,
+                                            ``[httpx]``, ``[ollama]``
+:mod:`loopfuse.integrations.langchain`      ``LoopfuseMiddleware`` for LangChain v1
+                                            ``create_agent``: ``loopfuse[langchain]``
+:mod:`loopfuse.integrations.litellm`        ``LoopfuseHandler``, a LiteLLM proxy
+                                            ``CustomLogger``: ``loopfuse[litellm]``
+:mod:`loopfuse.integrations.openai_agents`  ``LoopfuseRunHooks`` for the OpenAI Agents
+                                            SDK: ``loopfuse[openai-agents]``
+==========================================  ==========================================
+
+Every integration runs the same :class:`Guard` (breaker, detector, cache key) and turns
+its :class:`GuardDecision` into its framework's terms. A missing extra raises
+:class:`MissingExtraError` (an ``ImportError``) naming the ``pip install`` command.
+
+>>> from loopfuse.integrations import Guard
+>>> guard = Guard(mode="note")
+>>> guard.check(b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}').action
+'forward'
+"""
+
+from __future__ import annotations
+
+from loopfuse.integrations._extras import MissingExtraError
+from loopfuse.integrations._guard import (
+    DEFAULT,
+    Guard,
+    GuardDecision,
+    GuardOptions,
+    Mode,
+    Scanner,
+    ScanVerdict,
+)
+
+__all__ = [
+    "DEFAULT",
+    "Guard",
+    "GuardDecision",
+    "GuardOptions",
+    "MissingExtraError",
+    "Mode",
+    "ScanVerdict",
+    "Scanner",
+]

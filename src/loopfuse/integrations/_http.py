@@ -1,0 +1,212 @@
+"""The HTTP side of the guard transports, common to sync and async and to httpx2 and httpx.
+
+``httpx2`` and ``httpx`` have the same request/response API but distinct classes, and a
+client only accepts responses of its own library. So nothing here imports either: the
+library is read off each request (it is necessarily imported already) and the synthetic
+responses are built with that library's ``Response``. Types are spelled with ``httpx2``'s
+names for the checker; at run time either library's objects flow through.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final
+
+from loopfuse.errors import ConfigError, InvalidInputError
+from loopfuse.integrations._extras import require
+from loopfuse.integrations._guard import Guard, GuardDecision
+from loopfuse.integrations._shapes import error_body
+from loopfuse.intent import MAX_BODY_BYTES
+
+if TYPE_CHECKING:
+    from httpx2 import Request, Response
+
+__all__ = ["DEFAULT_PATHS", "HTTPAnswer", "SessionResolver", "TransportCore", "Uncached"]
+
+DEFAULT_PATHS: Final = (
+    "/chat/completions",
+    "/responses",
+    "/messages",
+    ":generateContent",
+    ":streamGenerateContent",
+    "/api/chat",
+)
+"""Path endings of the LLM endpoints checked by default: OpenAI Chat Completions and
+Responses (and every server compatible with them), Anthropic Messages, Gemini, Ollama."""
+
+SessionResolver = Callable[["Request"], "str | None"]
+"""Reads a session id off a request; ``None`` falls back to the session header."""
+
+_STREAM_TYPES: Final = ("text/event-stream", "application/x-ndjson", "application/jsonl")
+# Headers that describe the upstream bytes on the wire, not the decoded body we replay.
+_WIRE_HEADERS: Final = frozenset(
+    {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPAnswer:
+    """An answer kept in the cache: status, content type and the decoded body."""
+
+    status_code: int
+    content_type: str
+    content: bytes
+
+
+class Uncached(Exception):
+    """Raised out of a cache computation to hand back an answer that must not be cached."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__("uncacheable response")
+        self.response = response
+
+
+def library(request: Request) -> ModuleType:
+    """The HTTP library (``httpx2`` or ``httpx``) that ``request`` belongs to."""
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(request, module.Request):
+            return module
+    raise InvalidInputError(f"not an httpx2 or httpx request: {type(request).__name__}")
+
+
+def _response(request: Request, status: int, headers: Any, content: bytes) -> Response:
+    response: Response = library(request).Response(
+        status, headers=headers, content=content, request=request
+    )
+    return response
+
+
+class TransportCore:
+    """Configuration and per-request decisions of :mod:`loopfuse.integrations.httpx`."""
+
+    guard: Guard
+    session_header: str | None
+    session_id: SessionResolver | None
+    default_session: str | None
+    paths: tuple[str, ...]
+
+    def _configure(
+        self,
+        guard: Guard,
+        session_header: str | None,
+        session_id: SessionResolver | None,
+        default_session: str | None,
+        paths: Iterable[str],
+    ) -> None:
+        require("httpx2", "httpx", extra="openai", what=type(self).__name__)
+        if session_header is not None and not (isinstance(session_header, str) and session_header):
+            raise ConfigError("session_header must be a header name or None")
+        if session_id is not None and not callable(session_id):
+            raise ConfigError("session_id must be a callable taking the request, or None")
+        if default_session is not None and not isinstance(default_session, str):
+            raise ConfigError("default_session must be a str or None")
+        if isinstance(paths, str):
+            raise ConfigError("paths must be a collection of path endings, not one string")
+        suffixes = tuple(paths)
+        if not all(isinstance(path, str) and path for path in suffixes):
+            raise ConfigError("paths must be non-empty strings (endings of request paths)")
+        self.guard = guard
+        self.session_header = session_header
+        self.session_id = session_id
+        self.default_session = default_session
+        self.paths = suffixes
+
+    def wants(self, request: Request) -> bool:
+        """Whether ``request`` is an LLM call this transport checks."""
+        if request.method != "POST" or not request.url.path.endswith(self.paths):
+            return False
+        if "json" not in request.headers.get("content-type", "").lower():
+            return False
+        length = request.headers.get("content-length", "0").strip()
+        return not (length.isdigit() and int(length) > MAX_BODY_BYTES)
+
+    def decide(self, request: Request, body: bytes) -> GuardDecision:
+        """Run the guard on ``body``, the content of ``request``."""
+        url = request.url
+        try:
+            session = self._session(request)
+        except Exception as exc:  # a resolver that raises fails open, like the guard
+            return self.guard.failure(exc, url.path)
+        scope = f"{url.scheme}://{url.host}:{url.port or ''}"
+        return self.guard.check(body, path=url.path, session_id=session, scope=scope)
+
+    def _session(self, request: Request) -> str | None:
+        if self.session_id is not None:
+            session = self.session_id(request)
+            if session is not None:
+                if not isinstance(session, str):
+                    raise InvalidInputError(
+                        f"session_id returned a {type(session).__name__}, not a str"
+                    )
+                return session
+        if self.session_header is not None:
+            header = request.headers.get(self.session_header)
+            if header:
+                return header
+        return self.default_session
+
+    @staticmethod
+    def outgoing(request: Request, decision: GuardDecision) -> Request:
+        """The request to send: ``request`` itself, or a copy carrying the noted body."""
+        if decision.action != "note":
+            return request
+        content = json.dumps(decision.value, ensure_ascii=False, separators=(",", ":"))
+        headers = [
+            (name, value)
+            for name, value in request.headers.multi_items()
+            if name.lower() != "content-length"
+        ]
+        noted: Request = library(request).Request(
+            request.method,
+            request.url,
+            headers=headers,
+            content=content.encode("utf-8"),
+            extensions=request.extensions,
+        )
+        return noted
+
+    @staticmethod
+    def refusal(request: Request, decision: GuardDecision) -> Response:
+        """The synthetic HTTP 400 for a refused request, in the provider's error shape."""
+        code = decision.code or "loop"
+        headers = {
+            "content-type": "application/json",
+            "x-should-retry": "false",
+            "x-loopfuse-refused": code,
+        }
+        return _response(
+            request, 400, headers, error_body(decision.fmt, code, decision.message or "")
+        )
+
+    def cacheable(self, response: Response) -> bool:
+        """Whether an upstream response may be kept (a 200; a stream only if configured)."""
+        if response.status_code != 200:
+            return False
+        kind = response.headers.get("content-type", "").lower()
+        return self.guard.cache_streams or not kind.startswith(_STREAM_TYPES)
+
+    @staticmethod
+    def answer(response: Response, content: bytes) -> HTTPAnswer:
+        """What to cache of ``response``, whose decoded body is ``content``."""
+        kind = response.headers.get("content-type", "application/json")
+        return HTTPAnswer(response.status_code, kind, content)
+
+    @staticmethod
+    def replay(request: Request, answer: HTTPAnswer, upstream: Response | None) -> Response:
+        """A response serving ``answer``: a cache hit, or (``upstream`` given) the answer
+        just fetched, with the upstream headers that still describe the decoded body."""
+        if upstream is None:
+            headers = [("content-type", answer.content_type), ("x-loopfuse-cache", "hit")]
+        else:
+            headers = [
+                (name, value)
+                for name, value in upstream.headers.multi_items()
+                if name.lower() not in _WIRE_HEADERS
+            ]
+            headers.append(("x-loopfuse-cache", "miss"))
+        return _response(request, answer.status_code, headers, answer.content)

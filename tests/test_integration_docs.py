@@ -1,0 +1,51 @@
+"""docs/integrations/*.md: every ```python block runs, in order, one namespace per page.
+
+A page whose examples import a package that is not installed (an extra CI installs) is
+skipped, naming the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from loopfuse.integrations._extras import installed
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "integrations"
+PAGES = sorted(DOCS.glob("*.md"))
+IMPORT = re.compile(r"^(?:from|import)\s+([A-Za-z_][\w]*)", re.MULTILINE)
+
+
+def blocks(page: Path) -> list[str]:
+    return re.findall(r"```python\n(.+?)\n```", page.read_text(encoding="utf-8"), re.DOTALL)
+
+
+def test_every_integration_has_a_page() -> None:
+    names = {page.name for page in PAGES}
+    assert names >= {"httpx.md", "langchain.md", "litellm.md", "openai_agents.md"}
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        assert blocks(page), f"{page.name} has no Python example"
+        # An unclosed fence would swallow (and so skip) the examples after it.
+        assert len(blocks(page)) == text.count("```python"), f"{page.name}: unclosed block"
+        assert text.count("```") % 2 == 0, f"{page.name}: unbalanced code fences"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+def test_integration_examples_run(page: Path) -> None:
+    code = blocks(page)
+    modules = {name for block in code for name in IMPORT.findall(block)}
+    missing = sorted(name for name in modules if not installed(name))
+    if missing:
+        pytest.skip(f"{page.name} needs {', '.join(missing)} (not installed)")
+    # LiteLLM fetches a model price map from the network at import unless told not to.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    namespace: dict[str, object] = {}
+    for index, block in enumerate(code):
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(block, f"{page.name}[python block {index}]", "exec"), namespace)

@@ -1,0 +1,155 @@
+"""LoopfuseMiddleware in a real LangChain v1 agent (`create_agent`), driven by a scripted
+chat model. The model is a fake (no network); LangChain, LangGraph and loopfuse are real."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain", reason="the langchain extra is not installed")
+
+from langchain.agents import create_agent
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+
+from loopfuse import ConfigError
+from loopfuse.detector import LoopDetected
+from loopfuse.integrations import MissingExtraError, _extras
+from loopfuse.integrations.langchain import LoopfuseMiddleware
+
+
+class ScriptedModel(BaseChatModel):
+    """Calls ``bash`` with the command ``commands(turn)``; answers in prose once it has
+    seen a loopfuse note, if ``heeds_notes``. Records every message list it was given."""
+
+    seen: list[list[BaseMessage]] = []  # noqa: RUF012 - pydantic copies field defaults
+    commands: Any = None
+    heeds_notes: bool = False
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        turn = len(self.seen)
+        noted = any("[loopfuse]" in str(m.content) for m in messages)
+        command = self.commands(turn) if self.commands else "make"
+        if command is None or (noted and self.heeds_notes):
+            message = AIMessage(content=f"done after {turn} calls")
+        else:
+            call = {"name": "bash", "args": {"command": command}, "id": f"call_{turn}"}
+            message = AIMessage(content="", tool_calls=[call])
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+runs: list[str] = []
+
+
+@tool
+def bash(command: str) -> str:
+    """Run a shell command."""
+    runs.append(command)
+    return "make: *** [all] Error 2" if command == "make" else f"ran {command}"
+
+
+def agent_with(model: ScriptedModel, middleware: LoopfuseMiddleware) -> Any:
+    runs.clear()
+    return create_agent(model, tools=[bash], middleware=[middleware])
+
+
+START = {"messages": [HumanMessage("Fix the build.")]}
+LIMIT = {"recursion_limit": 60}
+
+
+def test_end_stops_the_loop_with_a_message_explaining_why() -> None:
+    model = ScriptedModel(seen=[])
+    result = agent_with(model, LoopfuseMiddleware()).invoke(START, LIMIT)
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage)
+    assert not last.tool_calls
+    assert last.content.startswith("Loop detected: you called `bash` with the same arguments")
+    calls = len(model.seen)
+    assert 2 < calls < 10
+    assert runs == ["make"] * calls  # stopped before the model call, after the last run
+
+
+def test_error_raises_loop_detected() -> None:
+    model = ScriptedModel(seen=[])
+    with pytest.raises(LoopDetected) as caught:
+        agent_with(model, LoopfuseMiddleware(exit_behavior="error")).invoke(START, LIMIT)
+    assert caught.value.kind == "repeat"
+    assert caught.value.count == len(model.seen) == len(runs)  # every call so far ran
+    assert caught.value.signature.startswith("bash:")
+
+
+def test_note_reaches_the_model_but_not_the_state() -> None:
+    model = ScriptedModel(seen=[], heeds_notes=True)
+    middleware = LoopfuseMiddleware(exit_behavior="note")
+    result = agent_with(model, middleware).invoke(START, LIMIT)
+    assert result["messages"][-1].content == f"done after {len(model.seen)} calls"
+    note = model.seen[-1][-1]
+    assert isinstance(note, HumanMessage)
+    assert str(note.content).startswith("[loopfuse] Loop detected")
+    assert isinstance(model.seen[-1][-2], ToolMessage)
+    assert not any("[loopfuse]" in str(m.content) for m in result["messages"])
+    assert middleware.last_decision is not None
+    assert middleware.last_decision.code == "repeat"
+
+
+def test_an_agent_making_progress_is_left_alone() -> None:
+    model = ScriptedModel(seen=[], commands=lambda turn: None if turn > 12 else f"step {turn}")
+    result = agent_with(model, LoopfuseMiddleware(exit_behavior="error")).invoke(START, LIMIT)
+    assert result["messages"][-1].content == "done after 13 calls"
+    assert len(runs) == 12
+
+
+def test_async_agent() -> None:
+    model = ScriptedModel(seen=[])
+    agent = agent_with(model, LoopfuseMiddleware())
+    result = asyncio.run(agent.ainvoke(START, LIMIT))
+    assert result["messages"][-1].content.startswith("Loop detected")
+
+    noting = ScriptedModel(seen=[], heeds_notes=True)
+    agent = agent_with(noting, LoopfuseMiddleware(exit_behavior="note"))
+    result = asyncio.run(agent.ainvoke(START, LIMIT))
+    assert result["messages"][-1].content.startswith("done after")
+
+
+def test_a_failing_guard_fails_open_or_ends_the_run_when_closed() -> None:
+    class Broken:
+        def scan(self, body: object) -> Any:
+            raise RuntimeError("boom")
+
+    opened = LoopfuseMiddleware(detector=Broken())
+    model = ScriptedModel(seen=[], commands=lambda turn: None if turn > 3 else "make")
+    assert agent_with(model, opened).invoke(START, LIMIT)["messages"][-1].content == (
+        "done after 4 calls"
+    )
+    assert opened.guard.internal_errors == 4
+    closed = LoopfuseMiddleware(detector=Broken(), fail_closed=True)
+    result = agent_with(ScriptedModel(seen=[]), closed).invoke(START, LIMIT)
+    assert "the loop guard failed" in result["messages"][-1].content
+
+
+def test_configuration() -> None:
+    from loopfuse import DedupCache
+
+    assert LoopfuseMiddleware().guard.breaker is None  # histories grow: no exact repeats
+    with pytest.raises(ConfigError, match="exit_behavior"):
+        LoopfuseMiddleware(exit_behavior="stop")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="cache"):
+        LoopfuseMiddleware(cache=DedupCache())
+
+
+def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_extras, "find_spec", lambda name: None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[langchain\]'"):
+        LoopfuseMiddleware()

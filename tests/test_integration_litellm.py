@@ -1,0 +1,198 @@
+"""LoopfuseHandler through LiteLLM's own classes: the hook as the proxy calls it, and the
+proxy's own pre-call and error handling when its dependencies are installed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+
+# LiteLLM fetches a model price map from the network at import unless told not to.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+litellm = pytest.importorskip("litellm", reason="the litellm extra is not installed")
+
+from litellm.caching.dual_cache import DualCache  # noqa: E402
+from litellm.proxy._types import UserAPIKeyAuth  # noqa: E402
+
+from loopfuse import ConfigError, DedupCache, LoopBreaker  # noqa: E402
+from loopfuse.integrations import Guard, MissingExtraError, _extras  # noqa: E402
+from loopfuse.integrations.litellm import LoopfuseHandler, LoopRefusedError  # noqa: E402
+
+KEY = UserAPIKeyAuth(token="hashed-key-1")
+
+
+def stuck(n: int, **extra: Any) -> dict[str, Any]:
+    """The proxy's ``data`` for an agent that ran the same failing command ``n`` times."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+    for i in range(n):
+        call = {"id": f"c{i}", "type": "function"}
+        call["function"] = {"name": "bash", "arguments": '{"command": "make"}'}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "make: Error 2"})
+    url = "http://proxy.local/v1/chat/completions"
+    return {
+        "model": "gpt-4o",
+        "messages": messages,
+        "metadata": {"user_api_key_hash": "hashed-key-1"},
+        "proxy_server_request": {"url": url, "method": "POST", "headers": {}},
+        "litellm_call_id": f"call-{n}",
+        **extra,
+    }
+
+
+def hook(handler: LoopfuseHandler, data: dict[str, Any], call_type: str = "acompletion") -> Any:
+    return asyncio.run(
+        handler.async_pre_call_hook(
+            user_api_key_dict=KEY, cache=DualCache(), data=data, call_type=call_type
+        )
+    )
+
+
+def first_refusal(handler: LoopfuseHandler) -> tuple[int, LoopRefusedError]:
+    for n in range(1, 12):
+        try:
+            assert hook(handler, stuck(n)) is None
+        except LoopRefusedError as exc:
+            return n, exc
+    raise AssertionError("never refused")
+
+
+def test_a_looping_request_is_refused_with_a_400() -> None:
+    n, exc = first_refusal(LoopfuseHandler())
+    assert n > 1
+    assert isinstance(exc, litellm.BadRequestError)
+    assert exc.status_code == 400
+    assert exc.type == "loop_detected"
+    assert exc.code == "repeat"
+    assert str(exc).startswith("Loop detected: you called `bash` with the same arguments")
+    assert exc.decision.count == n
+
+
+def test_other_call_types_and_progress_pass() -> None:
+    handler = LoopfuseHandler()
+    assert hook(handler, stuck(8), call_type="aembedding") is None
+    assert hook(handler, stuck(8), call_type="aimage_generation") is None
+    # A user turn after the loop: the agent was told something new.
+    data = stuck(8)
+    data["messages"].append({"role": "user", "content": "Use cmake."})
+    assert hook(handler, data) is None
+
+
+def test_the_breaker_counts_per_session_then_per_key() -> None:
+    handler = LoopfuseHandler(breaker=LoopBreaker(max_repeats=2, clock=lambda: 0.0))
+    plain = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    assert hook(handler, {**plain, "litellm_session_id": "s1"}) is None
+    assert hook(handler, {**plain, "litellm_session_id": "s1"}) is None
+    with pytest.raises(LoopRefusedError) as caught:
+        hook(handler, {**plain, "litellm_session_id": "s1"})
+    assert caught.value.code == "repeated_request"
+    assert hook(handler, {**plain, "metadata": {"session_id": "s2"}}) is None
+    for _ in range(2):  # no session: the API key is the session
+        assert hook(handler, dict(plain)) is None
+    with pytest.raises(LoopRefusedError):
+        hook(handler, dict(plain))
+
+
+def test_note_mode_returns_the_request_with_a_note() -> None:
+    handler = LoopfuseHandler(mode="note")
+    for n in range(1, 12):
+        data = stuck(n)
+        changed = hook(handler, data)
+        if changed is not None:
+            break
+    else:
+        pytest.fail("never noted")
+    assert changed["messages"][:-1] == data["messages"]
+    assert changed["messages"][-1]["role"] == "user"
+    assert changed["messages"][-1]["content"].startswith("[loopfuse] Loop detected")
+    assert changed["metadata"] is data["metadata"]  # LiteLLM's own fields are kept as they are
+    assert changed["litellm_call_id"] == data["litellm_call_id"]
+
+
+def test_a_failing_guard_fails_open_or_refuses_when_closed() -> None:
+    class Broken:
+        def scan(self, body: object) -> Any:
+            raise RuntimeError("boom")
+
+    assert hook(LoopfuseHandler(detector=Broken()), stuck(8)) is None
+    with pytest.raises(LoopRefusedError) as caught:
+        hook(LoopfuseHandler(detector=Broken(), fail_closed=True), stuck(1))
+    assert caught.value.code == "guard_failed"
+
+    def resolver(data: Any, key: Any) -> str:
+        raise KeyError("no session")
+
+    handler = LoopfuseHandler(session_id=resolver)
+    assert hook(handler, stuck(8)) is None
+    assert handler.guard.internal_errors == 1
+
+
+def test_configuration() -> None:
+    with pytest.raises(ConfigError, match="cache"):
+        LoopfuseHandler(cache=DedupCache())
+    with pytest.raises(ConfigError, match="either guard"):
+        LoopfuseHandler(Guard(), mode="note")
+    with pytest.raises(ConfigError, match="session_id"):
+        LoopfuseHandler(session_id="x-session-id")  # type: ignore[arg-type]
+
+
+def test_the_ready_made_proxy_handler_reads_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import loopfuse.integrations.litellm as module
+
+    monkeypatch.delitem(module.__dict__, "proxy_handler", raising=False)
+    monkeypatch.setenv("LOOP_MAX_REPEATS", "7")
+    handler = module.proxy_handler
+    assert isinstance(handler, LoopfuseHandler)
+    assert handler.guard.breaker is not None
+    assert handler.guard.breaker.max_repeats == 7
+    assert module.proxy_handler is handler
+    with pytest.raises(AttributeError):
+        _ = module.no_such_name
+
+
+def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_extras, "find_spec", lambda name: None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[litellm\]'"):
+        LoopfuseHandler()
+
+
+@pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")  # LiteLLM's own, at import
+def test_through_the_proxy_pre_call_hook_and_its_error_handling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The proxy's own code path: `ProxyLogging.pre_call_hook` calls the handler from
+    `litellm.callbacks`, and the chat endpoint's exception handling turns the refusal into
+    the HTTP error the client receives."""
+    proxy_utils = pytest.importorskip("litellm.proxy.utils", reason="LiteLLM proxy deps missing")
+    from litellm.proxy._types import ProxyException
+    from litellm.proxy.common_request_processing import ProxyBaseLLMRequestProcessing
+
+    handler = LoopfuseHandler()
+    monkeypatch.setattr(litellm, "callbacks", [handler])
+    proxy_logging = proxy_utils.ProxyLogging(user_api_key_cache=DualCache())
+
+    async def run() -> ProxyException:
+        for n in range(1, 12):
+            data = stuck(n)
+            try:
+                await proxy_logging.pre_call_hook(
+                    user_api_key_dict=KEY, data=data, call_type="acompletion"
+                )
+            except LoopRefusedError as refused:
+                processing = ProxyBaseLLMRequestProcessing(data=data)
+                try:
+                    await processing.handle_llm_api_exception(refused, KEY, proxy_logging)
+                except ProxyException as answered:
+                    return answered
+        raise AssertionError("never refused")
+
+    answered = asyncio.run(run())
+    assert str(answered.code) == "400"
+    assert answered.type == "loop_detected"
+    assert answered.message.startswith("Loop detected: you called `bash`")
+    body = answered.to_dict()  # what the proxy sends the client, under "error"
+    assert (body["type"], str(body["code"])) == ("loop_detected", "400")

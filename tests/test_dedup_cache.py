@@ -388,3 +388,42 @@ def test_repr() -> None:
     cache, _ = make(capacity=4, ttl=60.0)
     cache.insert(k("q"), "a")
     assert repr(cache) == "DedupCache(capacity=4, default_ttl=60.0, entries=1)"
+
+
+def test_request_helper_fails_open_and_counts(caplog: pytest.LogCaptureFixture) -> None:
+    cache: DedupCache[str] = DedupCache(capacity=4)
+    poisoned = {"messages": [{"role": "user", "content": {1, 2}}]}  # a set: not JSON
+    with caplog.at_level("WARNING", logger="loopfuse"):
+        assert cache.get_or_compute_request(poisoned, lambda: "answer") == "answer"
+    assert cache.internal_errors == 1
+    assert len(cache) == 0
+    assert any(record.name == "loopfuse" for record in caplog.records)
+
+
+def test_request_helper_fail_closed_raises() -> None:
+    cache: DedupCache[str] = DedupCache(capacity=4, fail_closed=True)
+    with pytest.raises(InvalidInputError):
+        cache.get_or_compute_request({"messages": [{"content": object()}]}, lambda: "x")
+
+
+def test_request_helper_caches_and_propagates_factory_errors() -> None:
+    cache: DedupCache[str] = DedupCache(capacity=4)
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    calls: list[int] = []
+
+    def answer() -> str:
+        calls.append(1)
+        return "hello"
+
+    assert cache.get_or_compute_request(body, answer, "/v1/chat/completions") == "hello"
+    assert cache.get_or_compute_request(body, answer, "/v1/chat/completions") == "hello"
+    assert len(calls) == 1
+
+    def broken() -> str:
+        raise RuntimeError("upstream down")
+
+    with pytest.raises(RuntimeError, match="upstream down"):
+        cache.get_or_compute_request(b'{"input": "other"}', broken)
+    assert cache.internal_errors == 0
+    with pytest.raises(InvalidInputError):
+        cache.get_or_compute_request(body, answer, path=None)  # type: ignore[arg-type]

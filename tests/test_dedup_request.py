@@ -403,3 +403,13 @@ def test_path_must_be_a_str(path: object) -> None:
 def test_huge_body_gets_a_key() -> None:
     body = b'{"messages": [{"role": "user", "content": "' + b"x" * (17 * 1024 * 1024) + b'"}]}'
     assert key(body).digest is not None
+
+
+def test_a_model_in_the_path_is_keyed_even_when_the_body_names_one() -> None:
+    """Two Azure deployments (or Gemini URLs) asked with the same body never share."""
+    body = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}'
+    a = RequestKey.from_request(body, "/openai/deployments/prod-a/chat/completions")
+    b = RequestKey.from_request(body, "/openai/deployments/prod-b/chat/completions")
+    assert a != b
+    plain = RequestKey.from_request(body, "/v1/chat/completions")
+    assert plain == RequestKey.from_request(body, "/v2/chat/completions")  # no model in path

@@ -211,7 +211,7 @@ class LoopBreaker:
     def tracked_sessions(self) -> int:
         """Sessions with at least one live sample (idle ones are forgotten on the way)."""
         with self._lock:
-            self._forget_idle(self.clock())
+            self._forget_idle(self._now())
             return len(self._sessions)
 
     def reset(self, session_id: str | None = None) -> None:
@@ -226,7 +226,8 @@ class LoopBreaker:
         """Record one request of ``session_id`` and decide whether it may go.
 
         Raises :class:`~loopfuse.errors.InvalidInputError` when ``session_id`` is not a
-        ``str`` or ``fingerprint`` not an ``int``.
+        ``str`` or ``fingerprint`` not an ``int``, and :class:`~loopfuse.errors.ConfigError`
+        when the clock returns anything but a finite number.
         """
         if not isinstance(session_id, str):
             raise InvalidInputError(f"session_id must be a str, not {type(session_id).__name__}")
@@ -235,7 +236,7 @@ class LoopBreaker:
         if not self.enabled:
             return LoopDecision(True, 0, session_id, fingerprint, 0, self.window)
         with self._lock:
-            now = self.clock()
+            now = self._now()
             sessions = self._sessions
             self._forget_idle(now)
             session = sessions.get(session_id)
@@ -263,7 +264,8 @@ class LoopBreaker:
         knows. If fingerprinting fails (a parsed body JSON cannot express, an internal
         error), the request is let through with ``error`` set, one warning is logged on
         the ``loopfuse`` logger and :attr:`internal_errors` counts it; with
-        ``fail_closed=True`` it is refused instead.
+        ``fail_closed=True`` it is refused instead. A ``session_id`` or ``path`` that is not
+        a ``str`` raises :class:`~loopfuse.errors.InvalidInputError`.
 
         >>> breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
         >>> body = {"model": "m", "messages": [{"role": "user", "content": "again?"}]}
@@ -272,6 +274,8 @@ class LoopBreaker:
         """
         if not isinstance(session_id, str):
             raise InvalidInputError(f"session_id must be a str, not {type(session_id).__name__}")
+        if not isinstance(path, str):  # the caller's bug, not a guard failure to let through
+            raise InvalidInputError(f"path must be a str, not {type(path).__name__}")
         if not self.enabled:
             return LoopDecision(True, 0, session_id, None, 0, self.window)
         try:
@@ -312,6 +316,16 @@ class LoopBreaker:
         return LoopDecision(
             not self.fail_closed, 0, session_id, None, self.max_repeats, self.window, repr(exc)
         )
+
+    def _now(self) -> float:
+        """The clock's reading, checked: a NaN would make every session look idle (so the
+        breaker would silently forget them all), a string would corrupt the windows."""
+        now = self.clock()
+        if type(now) is float and now - now == 0.0:  # the common case, fast: finite float
+            return now
+        if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+            raise ConfigError(f"clock must return a finite number of seconds, got {now!r}")
+        return float(now)
 
     def _forget_idle(self, now: float) -> None:
         # Sessions are kept in order of last use, and every use records a sample, so the

@@ -24,6 +24,7 @@ time to live per entry and single-flight computation for threads and asyncio tas
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar, cast
@@ -31,11 +32,15 @@ from typing import Generic, TypeVar, cast
 from loopfuse.dedup import singleflight
 from loopfuse.dedup._core import MISSING, CacheCore, check_key, seconds
 from loopfuse.dedup.entries import CachedResponse, DedupStats
+from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
 from loopfuse.dedup.keys import RequestKey
+from loopfuse.errors import InvalidInputError
 
 __all__ = ["DEFAULT_TTL", "DEFAULT_WAIT_TIMEOUT", "DedupCache"]
 
 V = TypeVar("V")
+
+logger = logging.getLogger("loopfuse")
 
 DEFAULT_TTL = 60.0
 """Seconds an entry lives unless told otherwise."""
@@ -76,7 +81,7 @@ class DedupCache(Generic[V]):
     loopfuse.errors.ConfigError: capacity must be an int >= 1, got 0
     """
 
-    __slots__ = ("_core", "_flights")
+    __slots__ = ("_core", "_flights", "fail_closed", "internal_errors")
 
     def __init__(
         self,
@@ -85,9 +90,13 @@ class DedupCache(Generic[V]):
         clock: Callable[[], float] = time.monotonic,
         *,
         wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
+        fail_closed: bool = False,
     ) -> None:
         self._core: CacheCore[V] = CacheCore(capacity, default_ttl, clock, wait_timeout)
         self._flights: singleflight.FlightTables[V] = singleflight.FlightTables()
+        self.fail_closed = bool(fail_closed)
+        self.internal_errors = 0
+        """Request-path calls whose key or cache failed (and ran uncached unless fail_closed)."""
 
     @classmethod
     def with_capacity(cls, capacity: int) -> DedupCache[V]:
@@ -276,3 +285,59 @@ class DedupCache(Generic[V]):
         return await singleflight.acompute(
             self._core, self._flights, checked, factory, duration, timeout
         )
+
+    def get_or_compute_request(
+        self,
+        body: object,
+        factory: Callable[[], V],
+        path: str = "",
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+    ) -> V:
+        """:meth:`get_or_compute` keyed by :meth:`RequestKey.from_request(body, path)
+        <loopfuse.dedup.RequestKey.from_request>`, failing open.
+
+        If building the key or the cache itself fails (a parsed body JSON cannot express,
+        a broken clock, an internal error), ``factory()`` runs uncached (or its value, if
+        it already ran, is returned), one warning is logged on the ``loopfuse`` logger
+        and :attr:`internal_errors` counts it; with ``fail_closed=True`` the error is
+        raised instead. The factory's own errors, single-flight timeouts and reentry
+        always reach the caller, and a ``path`` that is not a ``str`` raises
+        :class:`~loopfuse.errors.InvalidInputError`.
+
+        >>> cache: DedupCache[str] = DedupCache(capacity=8)
+        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+        >>> cache.get_or_compute_request(body, lambda: "hello"), len(cache)
+        ('hello', 1)
+        >>> junk = {"model": "m", "messages": [{"role": "user", "content": object()}]}
+        >>> cache.get_or_compute_request(junk, lambda: "uncached"), cache.internal_errors
+        ('uncached', 1)
+        """
+        if not isinstance(path, str):
+            raise InvalidInputError(f"path must be a str, not {type(path).__name__}")
+        produced: list[V] = []
+        factory_failed = False
+
+        def tracked() -> V:
+            nonlocal factory_failed
+            try:
+                value = factory()
+            except BaseException:
+                factory_failed = True
+                raise
+            produced.append(value)
+            return value
+
+        try:
+            key = RequestKey.from_request(body, path)
+            return self.get_or_compute(key, tracked, ttl=ttl, timeout=timeout)
+        except (SingleFlightTimeoutError, SingleFlightReentryError):
+            raise
+        except Exception as exc:
+            if factory_failed or self.fail_closed:
+                raise
+            with self._core.lock:
+                self.internal_errors += 1
+            logger.warning("loopfuse: DedupCache failed, answering uncached: %r", exc)
+            return produced[0] if produced else factory()

@@ -149,13 +149,21 @@ def request_material(body: object, path: str = "") -> bytes:
     if value is intent.NOT_JSON:
         return _raw_material(body, path)
     if dialect is None or intent_bytes is None or not isinstance(value, dict):
-        return intent.canonical_json({"key": _SCHEME, "path": _without_query(path), "value": value})
+        # The value is written on its own, not inside the wrapper: the wrapper adds a
+        # level, and a body nested exactly MAX_DEPTH deep is JSON and must get a key.
+        fallback = {
+            "key": _SCHEME,
+            "path": _without_query(path),
+            "value": intent.canonical_json(value),
+        }
+        return canonical_object(fallback)
     keyed = {name: field for name, field in value.items() if name not in IGNORED_PARAMS}
     consumed = _consumed(dialect, keyed)
     params = {name: field for name, field in keyed.items() if name not in consumed}
     model = params.pop("model", None)
+    path_model = model_from_path(path)
     if model is None:
-        model = model_from_path(path)
+        model, path_model = path_model, None
     members = {
         "dialect": dialect,
         "intent": intent_bytes,
@@ -165,6 +173,10 @@ def request_material(body: object, path: str = "") -> bytes:
     }
     if model is None:
         members["endpoint"] = _without_query(path)
+    if path_model is not None:
+        # The upstream may serve the path's model (an Azure deployment, a Gemini URL)
+        # whatever the body says: two such endpoints must never share an answer.
+        members["path_model"] = path_model
     return canonical_object(members)
 
 

@@ -30,7 +30,7 @@ def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any
     linker = CallLinker()
     leading = True  # system/developer messages before the first other one are the prompt
     for message in body["messages"]:
-        if not isinstance(message, dict):
+        if type(message) is not dict and not isinstance(message, dict):
             messages.append({"role": "unknown", "value": message})
             leading = False
             continue

@@ -17,11 +17,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from json.encoder import encode_basestring  # the C string escaper, ensure_ascii=False
 from types import ModuleType
 from typing import Any, Final
 
-from loopfuse.errors import InvalidInputError
+from loopfuse.intent._canonical import (
+    INT_MAX,
+    INT_MIN,
+    MAX_DEPTH,
+    canonical_json,
+    format_float,
+    utf8,
+    write,
+)
 
 _orjson: ModuleType | None
 try:  # the optional ``fast`` extra
@@ -47,17 +54,16 @@ They are treated as not JSON: :func:`parse` returns ``None`` and a fingerprint f
 back to the raw bytes, which keeps the cost of a hostile 1 GB body linear and small.
 """
 
-MAX_DEPTH: Final = 254
-"""Values nested deeper than this many arrays/objects are treated as not JSON.
-
-Real LLM requests nest a few levels (tool schemas perhaps 10-20). 254 is the nesting
-orjson can serialise, and far below both parsers' recursion limits, so whether a body
-is "too deep" never depends on the backend.
-"""
-
-# orjson reads integers in this range exactly and every other integer as a double.
-_INT_MIN: Final = -(2**63)
-_INT_MAX: Final = 2**64 - 1
+# orjson reads integers in [INT_MIN, INT_MAX] exactly and every other integer as a double.
+_INT_MIN: Final = INT_MIN
+_INT_MAX: Final = INT_MAX
+# Characters of the longest integer text in that range ("-9223372036854775808" and
+# "18446744073709551615"); JSON has no leading zeros, so a longer text is out of range.
+_INT_CHARS: Final = 20
+# Longer integers are not JSON to us. This is CPython's default int/str digit limit,
+# fixed here rather than read from the process (PYTHONINTMAXSTRDIGITS and
+# sys.set_int_max_str_digits change it), so that a body is JSON in every process or none.
+_MAX_INT_DIGITS: Final = 4300
 # Python's repr switches to exponent notation below 1e-4; the canonical form below 1e-5.
 _TINY: Final = 1e-4
 _COUNT_BRACKETS_BELOW: Final = 32 * 1024
@@ -82,30 +88,6 @@ class _NotJSON:
 
 NOT_JSON: Final = _NotJSON()
 """Returned by :func:`load` for a body that is not JSON (unlike ``None``, which is ``null``)."""
-
-
-def format_float(value: float) -> str:
-    """The canonical text of a float.
-
-    Shortest round-trip digits; plain notation with a fractional part when
-    ``1e-5 <= |x| < 1e16`` (``1.0``, ``0.00001``), otherwise ``d.ddde±N`` with no
-    padding (``1e-6``, ``1.5e+16``); non-finite values are ``null`` (as JavaScript's
-    ``JSON.stringify`` writes them).
-
-    >>> [format_float(x) for x in (1.0, 0.1, 1e-5, 1.5e-7, 1e16, -0.0, float("nan"))]
-    ['1.0', '0.1', '0.00001', '1.5e-7', '1e+16', '-0.0', 'null']
-    """
-    if value != value or value in (math.inf, -math.inf):
-        return "null"
-    text = repr(value)
-    if "e" not in text:
-        return text
-    mantissa, _, exponent = text.partition("e")
-    power = int(exponent)
-    if power == -5:
-        sign = "-" if mantissa.startswith("-") else ""
-        return f"{sign}0.0000{mantissa.lstrip('-').replace('.', '')}"
-    return f"{mantissa}e{power:+d}" if power > 0 else f"{mantissa}e{power}"
 
 
 def _orjson_follows_the_rules() -> bool:
@@ -172,6 +154,8 @@ def _strict_float(text: str) -> float:
 
 
 def _strict_int(text: str) -> int:
+    if len(text) > _INT_CHARS:
+        raise _SpecialNumber  # out of range: read as a double by the tolerant decoder
     value = int(text)
     if not _INT_MIN <= value <= _INT_MAX:
         raise _SpecialNumber  # orjson reads it as a double
@@ -183,6 +167,13 @@ def _strict_constant(text: str) -> float:
 
 
 def _tolerant_int(text: str) -> int | float:
+    if len(text) > _INT_CHARS:
+        # Out of range: the double it rounds to. float() of the text is that double (both
+        # round correctly, both give inf past the largest) without int()'s digit limit,
+        # which a process may have changed: the limit applied is _MAX_INT_DIGITS.
+        if len(text) - text.startswith("-") > _MAX_INT_DIGITS:
+            raise ValueError(f"integer of more than {_MAX_INT_DIGITS} digits")
+        return float(text)
     value = int(text)
     if _INT_MIN <= value <= _INT_MAX:
         return value
@@ -229,10 +220,9 @@ def _loads(text: bytes | str) -> tuple[object, bool]:
         return NOT_JSON, False
 
 
-def loads_small(text: str) -> tuple[object, bool]:
-    """:func:`load_trusted` for a ``str`` of at most ``2 * MAX_DEPTH`` characters, which
-    cannot nest deeper than :data:`MAX_DEPTH`: the parse alone decides."""
-    return _loads(text)
+loads_small = _loads
+""":func:`load_trusted` for a ``str`` of at most ``2 * MAX_DEPTH`` characters, which
+cannot nest deeper than :data:`MAX_DEPTH`: the parse alone decides."""
 
 
 def _too_deep(value: object, limit: int) -> bool:
@@ -352,31 +342,6 @@ def parse(body: object) -> object | None:
     return None if value is NOT_JSON else value
 
 
-def canonical_json(value: object) -> bytes:
-    """The canonical JSON bytes of ``value``.
-
-    Rules (the same bytes whichever JSON backend is installed):
-
-    - object keys sorted by code point; no whitespace (``,`` and ``:`` separators); UTF-8,
-      non-ASCII characters written as themselves, control characters as ``\\\\u00XX``
-      (``\\\\n``, ``\\\\t`` … in their short forms), a lone surrogate as ``\\\\udXXX``;
-    - integers in ``[-2**63, 2**64)`` as decimal integers; other integers are read as
-      doubles, as orjson reads them;
-    - floats as :func:`format_float` writes them (``1.0`` stays ``1.0``, distinct from
-      ``1``); ``NaN`` and infinities as ``null``;
-    - tuples are arrays; non-string keys are written as ``json.dumps`` writes them.
-
-    Raises :class:`~loopfuse.errors.InvalidInputError` for values JSON cannot express
-    and for nesting deeper than :data:`MAX_DEPTH`.
-
-    >>> canonical_json({"b": [1.0, 2, 1e-5, float("nan")], "a": "é"})
-    b'{"a":"\\xc3\\xa9","b":[1.0,2,0.00001,null]}'
-    """
-    out: list[str] = []
-    _write(value, out, MAX_DEPTH)
-    return _utf8("".join(out))
-
-
 def dumps_trusted(value: object, trusted: bool, depth_limit: int = MAX_DEPTH) -> bytes:
     """Canonical bytes of ``value``, by a C serialiser when ``trusted`` allows it."""
     if trusted:
@@ -389,74 +354,9 @@ def dumps_trusted(value: object, trusted: bool, depth_limit: int = MAX_DEPTH) ->
         else:
             try:
                 text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                return _utf8(text)
+                return utf8(text)
             except (ValueError, RecursionError):
                 pass
     out: list[str] = []
-    _write(value, out, depth_limit)
-    return _utf8("".join(out))
-
-
-def _utf8(text: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        # Lone surrogates: "backslashreplace" writes exactly the JSON escape \udXXX.
-        return text.encode("utf-8", "backslashreplace")
-
-
-def _number(value: int | float) -> str:
-    if isinstance(value, float):
-        return format_float(value)
-    if _INT_MIN <= value <= _INT_MAX:
-        return int.__repr__(value)
-    try:
-        return format_float(float(value))
-    except OverflowError:
-        return "null"
-
-
-def _key(key: object) -> str:
-    if isinstance(key, str):
-        return str(key)
-    if key is None:
-        return "null"
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if isinstance(key, int | float):
-        return _number(key)
-    raise InvalidInputError(f"object key of type {type(key).__name__} is not a JSON key")
-
-
-def _write(value: object, out: list[str], limit: int, depth: int = 0) -> None:
-    """Append the canonical text of ``value`` to ``out``: every rule, applied by hand."""
-    if isinstance(value, str):
-        out.append(encode_basestring(value))
-    elif value is None:
-        out.append("null")
-    elif isinstance(value, bool):
-        out.append("true" if value else "false")
-    elif isinstance(value, int | float):
-        out.append(_number(value))
-    elif isinstance(value, Mapping | list | tuple):
-        if depth >= limit:
-            raise InvalidInputError(f"value nested deeper than MAX_DEPTH={MAX_DEPTH}")
-        if isinstance(value, Mapping):
-            items = sorted({_key(k): v for k, v in value.items()}.items())
-            out.append("{")
-            for index, (k, v) in enumerate(items):
-                if index:
-                    out.append(",")
-                out.append(encode_basestring(k))
-                out.append(":")
-                _write(v, out, limit, depth + 1)
-            out.append("}")
-        else:
-            out.append("[")
-            for index, item in enumerate(value):
-                if index:
-                    out.append(",")
-                _write(item, out, limit, depth + 1)
-            out.append("]")
-    else:
-        raise InvalidInputError(f"{type(value).__name__} is not a JSON value")
+    write(value, out, depth_limit)
+    return utf8("".join(out))

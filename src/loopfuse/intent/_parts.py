@@ -68,6 +68,10 @@ def content_parts(content: object) -> list[Part]:
     ([], [], [])
     """
     out: list[Part] = []
+    if type(content) is str:
+        if content:
+            out.append(content)
+        return out
     if content is None:
         return out
     if isinstance(content, list):
@@ -116,6 +120,9 @@ def add_part(out: list[Part], part: object) -> None:
     out.append(without_volatile(part))
 
 
+_SHORT_ARGUMENTS: Final = 2 * MAX_DEPTH
+
+
 class Walk:
     """What one extraction walk learnt besides the intent.
 
@@ -144,7 +151,7 @@ def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
     """
     if isinstance(arguments, str):
         # Most argument strings are short: too short to nest deeper than MAX_DEPTH.
-        if len(arguments) <= 2 * MAX_DEPTH:
+        if len(arguments) <= _SHORT_ARGUMENTS:
             value, trusted = loads_small(arguments)
         else:
             value, trusted = load_trusted(arguments)

@@ -2,8 +2,9 @@
 or raises only a documented ``LoopfuseError``; time and memory stay linear in the input.
 
 Entry points: ``intent.parse``, ``extract_intent``, ``fingerprint``, ``analyse`` (and
-``detect_dialect``, ``canonical_intent_bytes``), ``LoopBreaker.check_request`` and
-``RequestKey.from_request``. The LoopDetector and the CLI are covered elsewhere.
+``detect_dialect``, ``canonical_intent_bytes``), ``LoopBreaker.check_request``,
+``RequestKey.from_request``, ``loopfuse.scan`` (the LoopDetector's stateless walk) and the
+CLI's reader (``loopfuse.cli.readers.read_bytes``).
 
 The contract, from the docs:
 
@@ -35,7 +36,8 @@ from blake3 import blake3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopfuse import LoopBreaker, LoopDecision, RequestKey, intent
+from loopfuse import LoopBreaker, LoopDecision, RequestKey, Verdict, intent, scan
+from loopfuse.cli.readers import InputError, read_bytes
 from loopfuse.errors import InvalidInputError, LoopfuseError
 from loopfuse.intent import _json as json_impl
 
@@ -109,6 +111,13 @@ def check_body(body: bytes | str, path: str = "") -> tuple[object, ...]:
     assert decision.fingerprint == fingerprint
     assert breaker.internal_errors == 0
     assert not log.records
+    verdict = scan(body)  # documented as never raising
+    assert isinstance(verdict, Verdict)
+    assert verdict.ok or (extracted is not None and verdict.message)
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    for as_log in (False, True):  # the CLI's reader: a source, or an InputError naming the file
+        error = reader_error("body.json", raw, as_log)
+        assert error is None or "body.json" in str(error)
     key = RequestKey.from_request(body, path)
     assert key.digest is not None
     assert len(key.digest) == 32
@@ -119,6 +128,15 @@ def check_body(body: bytes | str, path: str = "") -> tuple[object, ...]:
         assert RequestKey.from_request(value, path).digest == key.digest
         assert intent.analyse(value).intent == analysis.intent
     return fingerprint, key.digest, analysis.dialect, analysis.intent
+
+
+def reader_error(name: str, data: bytes, as_log: bool) -> InputError | None:
+    """The CLI reader's ``InputError`` for ``data``, or ``None`` when it read it."""
+    try:
+        read_bytes(name, data, log=as_log)
+    except InputError as exc:
+        return exc
+    return None
 
 
 def check_body_both_backends(body: bytes | str, path: str = "") -> None:
@@ -146,6 +164,7 @@ def check_parsed(value: object, path: str = "", *, json_typed: bool) -> None:
     assert intent.parse(value) is value or intent.parse(value) is None
     extracted = intent.extract_intent(value)  # documented as never raising
     intent.detect_dialect(value)
+    assert isinstance(scan(value), Verdict)  # never raises, whatever the value holds
     results = {
         "fingerprint": outcome(intent.fingerprint, value, path),
         "analyse": outcome(intent.analyse, value),
@@ -750,6 +769,7 @@ def entry_points(body: bytes | str) -> dict[str, Callable[[], object]]:
         "fingerprint": lambda: intent.fingerprint(body, "/v1/chat/completions"),
         "check_request": lambda: breaker.check_request("s", body, "/v1/chat/completions"),
         "from_request": lambda: RequestKey.from_request(body, "/v1/chat/completions"),
+        "scan": lambda: scan(body),
     }
 
 
@@ -855,3 +875,31 @@ def test_dense_bodies_stay_within_the_bound(shape: str, name: str) -> None:
     body = DENSE[shape]
     with using(name):
         assert_within_bounds(body, raw=False, timed=REQUEST_PATH, traced=("fingerprint",))
+
+
+# --- the CLI's reader ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"1" * 5000,  # over the int/str digit limit: a ValueError that is not a JSONDecodeError
+        b'{"messages": [' + b"1" * 5000 + b"]}",
+        b'{"messages": []}\n' + b"1" * 5000,  # the same, on a JSON Lines line
+        b"[" * 100_000,
+        b"\xff\xfe{}",
+        b"",
+    ],
+)
+def test_cli_reader_turns_every_bad_file_into_an_input_error(data: bytes) -> None:
+    for as_log in (False, True):
+        with pytest.raises(InputError, match=r"bad\.json"):
+            read_bytes("bad.json", data, log=as_log)
+
+
+@HYPOTHESIS
+@given(st.binary(max_size=300))
+def test_cli_reader_on_arbitrary_bytes(data: bytes) -> None:
+    for as_log in (False, True):
+        error = reader_error("junk.bin", data, as_log)
+        assert error is None or "junk.bin" in str(error)

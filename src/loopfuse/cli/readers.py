@@ -214,6 +214,8 @@ def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:
         raise InputError(name, _json_problem(exc)) from None
     except RecursionError:
         raise InputError(name, "JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer over the int/str digit limit
+        raise InputError(name, f"not valid JSON: {exc}") from None
     if isinstance(value, dict) and _is_wrapper(value):
         return Log(name, (_entry(name, 1, value),))
     return _transcript(name, value)
@@ -314,6 +316,8 @@ def _log(name: str, text: str) -> Log:
             raise InputError(name, f"line {number}: not valid JSON: {exc.msg}") from None
         except RecursionError:
             raise InputError(name, f"line {number}: JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer over the int/str digit limit
+            raise InputError(name, f"line {number}: not valid JSON: {exc}") from None
         if not isinstance(value, dict):
             raise InputError(name, f"line {number}: expected a JSON object, got {_type(value)}")
         entries.append(_entry(name, number, value))

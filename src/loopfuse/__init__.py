@@ -46,12 +46,24 @@ from loopfuse.detector import (
     scan_intent,
 )
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
+from loopfuse.stores import (
+    AsyncBreakerStore,
+    AsyncCacheStore,
+    BreakerStore,
+    CacheStore,
+    StoredEntry,
+    StoreUnavailableError,
+)
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AsyncBreakerStore",
+    "AsyncCacheStore",
     "BatchRecord",
     "BatchRecordError",
+    "BreakerStore",
+    "CacheStore",
     "CachedResponse",
     "ConfigError",
     "DedupCache",
@@ -69,6 +81,8 @@ __all__ = [
     "SingleFlightTimeoutError",
     "StagnationDetected",
     "StagnationDetector",
+    "StoreUnavailableError",
+    "StoredEntry",
     "ToolCall",
     "Verdict",
     "__version__",

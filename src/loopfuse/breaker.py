@@ -10,12 +10,12 @@ which is :class:`~loopfuse.LoopDetector`'s job.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
 import threading
 import time
-from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,6 +23,8 @@ from typing import Final
 
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 from loopfuse.intent import fingerprint as intent_fingerprint
+from loopfuse.stores import BreakerStore, StoreUnavailableError
+from loopfuse.stores.memory import MemoryBreakerStore
 
 __all__ = ["LoopBreaker", "LoopBroken", "LoopDecision"]
 
@@ -81,32 +83,6 @@ class LoopBroken(LoopfuseError):
         self.fingerprint = decision.fingerprint
 
 
-class _Session:
-    """One session's window: samples in arrival order plus a live count per fingerprint."""
-
-    __slots__ = ("counts", "samples")
-
-    def __init__(self) -> None:
-        self.samples: deque[tuple[float, int]] = deque()
-        self.counts: dict[int, int] = {}
-
-    def drop_oldest(self) -> None:
-        _, fp = self.samples.popleft()
-        left = self.counts[fp] - 1
-        if left:
-            self.counts[fp] = left
-        else:
-            del self.counts[fp]
-
-    def expire(self, now: float, window: float) -> None:
-        samples = self.samples
-        while samples and now - samples[0][0] >= window:
-            self.drop_oldest()
-
-    def last_seen(self) -> float:
-        return self.samples[-1][0] if self.samples else -math.inf
-
-
 def _window_seconds(window: float | timedelta) -> float:
     if isinstance(window, timedelta):
         seconds = window.total_seconds()
@@ -142,10 +118,19 @@ class LoopBreaker:
             forgotten first; past the cap the least recently used one is evicted, so a
             client that invents a session id per request cannot grow memory.
         clock: seconds as a float; ``time.monotonic`` by default (inject a fake one in tests).
-        fail_closed: refuse, instead of allowing, a request the guard failed to check.
+        fail_closed: refuse, instead of allowing, a request the guard failed to check
+            (its store unreachable included).
+        store: where the windows live (a :class:`~loopfuse.stores.BreakerStore`). By
+            default a :class:`~loopfuse.stores.memory.MemoryBreakerStore` of
+            ``max_sessions`` sessions in this process (no I/O); a
+            :class:`~loopfuse.stores.redis.RedisStore` shares them between processes
+            and hosts (and bounds them with TTLs, so ``max_sessions`` does not apply).
 
     One instance may be shared by every thread of a server; every operation is O(1)
-    amortised in samples and sessions.
+    amortised in samples and sessions. With a shared store, each check is one round
+    trip; if the store cannot be reached the request is let through (``error`` set,
+    counted in :attr:`internal_errors`; the store logs it) or, with ``fail_closed``,
+    refused. See ``docs/stores.md``.
 
     >>> now = [0.0]
     >>> breaker = LoopBreaker(window=30, max_repeats=2, clock=lambda: now[0])
@@ -167,6 +152,7 @@ class LoopBreaker:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         clock: Callable[[], float] = time.monotonic,
         fail_closed: bool = False,
+        store: BreakerStore | None = None,
     ) -> None:
         self.window = _window_seconds(window)
         self.max_repeats = _count("max_repeats", max_repeats, 0)
@@ -178,7 +164,16 @@ class LoopBreaker:
         self.fail_closed = bool(fail_closed)
         self.internal_errors = 0
         """How many checks failed internally (and were let through unless fail_closed)."""
-        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        if store is None:
+            store = MemoryBreakerStore(self.max_sessions)
+        elif not isinstance(store, BreakerStore) or inspect.iscoroutinefunction(store.record):
+            raise ConfigError(
+                f"store must be a sync loopfuse.stores.BreakerStore (RedisStore, not "
+                f"AsyncRedisStore), got {store!r}"
+            )
+        self.store: BreakerStore = store
+        """Where the windows live."""
+        self._local = store if isinstance(store, MemoryBreakerStore) else None
         self._lock = threading.Lock()
 
     @classmethod
@@ -210,17 +205,11 @@ class LoopBreaker:
     @property
     def tracked_sessions(self) -> int:
         """Sessions with at least one live sample (idle ones are forgotten on the way)."""
-        with self._lock:
-            self._forget_idle(self._now())
-            return len(self._sessions)
+        return self.store.tracked_sessions(self._now(), self.window)
 
     def reset(self, session_id: str | None = None) -> None:
         """Forget one session's samples, or every session's when ``session_id`` is None."""
-        with self._lock:
-            if session_id is None:
-                self._sessions.clear()
-            else:
-                self._sessions.pop(session_id, None)
+        self.store.reset(session_id)
 
     def check(self, session_id: str, fingerprint: int) -> LoopDecision:
         """Record one request of ``session_id`` and decide whether it may go.
@@ -235,23 +224,28 @@ class LoopBreaker:
             raise InvalidInputError(f"fingerprint must be an int, not {type(fingerprint).__name__}")
         if not self.enabled:
             return LoopDecision(True, 0, session_id, fingerprint, 0, self.window)
-        with self._lock:
-            now = self._now()
-            sessions = self._sessions
-            self._forget_idle(now)
-            session = sessions.get(session_id)
-            if session is None:
-                if len(sessions) >= self.max_sessions:
-                    sessions.popitem(last=False)  # least recently used
-                session = sessions[session_id] = _Session()
-            else:
-                sessions.move_to_end(session_id)
-                session.expire(now, self.window)
-            if len(session.samples) >= self.max_samples_per_session:
-                session.drop_oldest()
-            session.samples.append((now, fingerprint))
-            repeats = session.counts.get(fingerprint, 0) + 1
-            session.counts[fingerprint] = repeats
+        try:
+            local = self._local
+            if local is not None:
+                # Read the clock and record under the store's lock, so that samples
+                # arrive in time order (the window trims from the front).
+                with local.lock:
+                    repeats = local.record_locked(
+                        session_id,
+                        fingerprint,
+                        self._now(),
+                        self.window,
+                        self.max_samples_per_session,
+                    )
+            else:  # a shared store is atomic by itself; never hold a lock over I/O
+                repeats = self.store.record(
+                    session_id, fingerprint, self._now(), self.window, self.max_samples_per_session
+                )
+        except StoreUnavailableError as exc:  # the store fails closed
+            return self._unrecorded(session_id, fingerprint, str(exc), allowed=False)
+        if repeats <= 0:  # the store failed open: nothing was counted
+            error = getattr(self.store, "last_error", None) or "the store recorded nothing"
+            return self._unrecorded(session_id, fingerprint, f"store: {error}")
         allowed = repeats <= self.max_repeats
         return LoopDecision(
             allowed, repeats, session_id, fingerprint, self.max_repeats, self.window
@@ -317,6 +311,17 @@ class LoopBreaker:
             not self.fail_closed, 0, session_id, None, self.max_repeats, self.window, repr(exc)
         )
 
+    def _unrecorded(
+        self, session_id: str, fingerprint: int, error: str, allowed: bool = True
+    ) -> LoopDecision:
+        # The store already logged it (once per interval): count, do not log per request.
+        with self._lock:
+            self.internal_errors += 1
+        allowed = allowed and not self.fail_closed
+        return LoopDecision(
+            allowed, 0, session_id, fingerprint, self.max_repeats, self.window, error
+        )
+
     def _now(self) -> float:
         """The clock's reading, checked: a NaN would make every session look idle (so the
         breaker would silently forget them all), a string would corrupt the windows."""
@@ -326,18 +331,6 @@ class LoopBreaker:
         if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
             raise ConfigError(f"clock must return a finite number of seconds, got {now!r}")
         return float(now)
-
-    def _forget_idle(self, now: float) -> None:
-        # Sessions are kept in order of last use, and every use records a sample, so the
-        # first one is the one idle longest: pop while it has no live sample. Each
-        # session is popped at most once, which keeps this O(1) amortised.
-        sessions = self._sessions
-        window = self.window
-        while sessions:
-            oldest = next(iter(sessions.values()))
-            if now - oldest.last_seen() < window:
-                break
-            sessions.popitem(last=False)
 
     def __repr__(self) -> str:
         return (

@@ -1,12 +1,18 @@
-"""The state behind a :class:`~loopfuse.dedup.DedupCache`: entries, orders, counters.
+"""The state behind a :class:`~loopfuse.dedup.DedupCache`: its store, settings, counters.
 
-Every method here expects the caller to hold :attr:`CacheCore.lock`. The public class in
-:mod:`loopfuse.dedup.cache` and the single-flight functions in
-:mod:`loopfuse.dedup.singleflight` take the lock and call in.
+The entries live in a :class:`~loopfuse.stores.CacheStore`: by default a
+:class:`~loopfuse.stores.memory.MemoryCacheStore` of ``capacity`` entries (*local*), or a
+shared one such as :class:`~loopfuse.stores.redis.RedisStore`. With the local store,
+callers hold :attr:`CacheCore.io` (which is :attr:`CacheCore.lock`, the store's own lock)
+around every store call, so that a lookup and the single-flight bookkeeping that
+follows it are one step; a shared store is atomic by itself and no lock is held over
+its I/O (``io`` is a no-op; the counters then have a lock of their own).
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
 import operator
 import threading
@@ -14,18 +20,17 @@ from collections.abc import Callable
 from numbers import Real
 from typing import Final, Generic, SupportsIndex, TypeVar
 
-from cachetools import Cache, LRUCache
-
-from loopfuse.dedup._expiry import ExpiryIndex
 from loopfuse.dedup.entries import DedupStats
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.errors import ConfigError, InvalidInputError
+from loopfuse.stores import MISS, CacheStore, StoredEntry
+from loopfuse.stores.memory import MemoryCacheStore
 
 __all__ = ["MISSING", "CacheCore", "check_key", "seconds"]
 
 V = TypeVar("V")
 
-MISSING: Final = object()
+MISSING: Final = MISS
 """What :meth:`CacheCore.lookup` returns when nothing may be served (``None`` is a value)."""
 
 
@@ -66,33 +71,19 @@ def _capacity(value: object) -> int:
     raise ConfigError(f"capacity must be an int >= 1, got {value!r}")
 
 
-class Entry(Generic[V]):
-    """One stored value, with the digest of the key it was stored under."""
-
-    __slots__ = ("created_at", "digest", "hit_count", "ttl", "value")
-
-    def __init__(self, value: V, digest: bytes | None, created_at: float, ttl: float) -> None:
-        self.value = value
-        self.digest = digest
-        self.created_at = created_at
-        self.ttl = ttl
-        self.hit_count = 0
-
-
 class CacheCore(Generic[V]):
-    """Entries in LRU order (a :class:`cachetools.LRUCache` keyed by the 64-bit value),
-    their expiry order, and the counters; all guarded by ``lock``."""
+    """A cache's store, its settings and its hit/miss counters."""
 
     __slots__ = (
         "capacity",
         "clock",
-        "collisions",
         "default_ttl",
-        "evictions",
-        "expiry",
         "hits",
+        "io",
+        "local",
         "lock",
         "misses",
+        "stats_lock",
         "store",
         "wait_timeout",
     )
@@ -103,6 +94,7 @@ class CacheCore(Generic[V]):
         default_ttl: object,
         clock: Callable[[], float],
         wait_timeout: object,
+        store: object = None,
     ) -> None:
         self.capacity = _capacity(capacity)
         self.default_ttl = seconds(default_ttl, "default_ttl")
@@ -110,26 +102,41 @@ class CacheCore(Generic[V]):
         if not callable(clock):
             raise ConfigError(f"clock must be a callable returning seconds, got {clock!r}")
         self.clock = clock
-        self.lock = threading.Lock()
-        # Never full when written to: insert() makes room first, so that expired entries
-        # go before the LRU one and every eviction is counted.
-        self.store: LRUCache[int, Entry[V]] = LRUCache(maxsize=self.capacity)
-        self.expiry: ExpiryIndex[int] = ExpiryIndex()
+        if store is None:
+            store = MemoryCacheStore(self.capacity)
+        elif not isinstance(store, CacheStore) or inspect.iscoroutinefunction(store.get):
+            raise ConfigError(
+                f"store must be a sync loopfuse.stores.CacheStore (RedisStore, not "
+                f"AsyncRedisStore), got {store!r}"
+            )
+        self.store: CacheStore = store
+        self.local: MemoryCacheStore | None = None
+        if isinstance(store, MemoryCacheStore):
+            # One lock for the entries, the single-flight tables and the counters: the
+            # store's, held across each lookup and the bookkeeping that follows it.
+            self.local = store
+            self.lock = store.lock
+            self.io: contextlib.AbstractContextManager[object] = self.lock
+            self.stats_lock: threading.Lock | None = None  # counted under self.lock
+        else:
+            self.lock = threading.Lock()
+            self.io = contextlib.nullcontext()  # a shared store: no lock held over its I/O
+            self.stats_lock = threading.Lock()
         self.reset_stats()
 
     def reset_stats(self) -> None:
         self.hits = 0
         self.misses = 0
-        self.evictions = 0
-        self.collisions = 0
 
     def snapshot(self) -> DedupStats:
+        with self.stats_lock or contextlib.nullcontext():
+            hits, misses = self.hits, self.misses
         return DedupStats(
-            total_requests=self.hits + self.misses,
-            cache_hits=self.hits,
-            cache_misses=self.misses,
-            evictions=self.evictions,
-            collisions=self.collisions,
+            total_requests=hits + misses,
+            cache_hits=hits,
+            cache_misses=misses,
+            evictions=self.store.evictions,
+            collisions=self.store.collisions,
         )
 
     def now(self) -> float:
@@ -142,67 +149,54 @@ class CacheCore(Generic[V]):
         return float(now)
 
     def count(self, *, hit: bool) -> None:
-        if hit:
-            self.hits += 1
-        else:
-            self.misses += 1
-
-    def entry(self, value: int) -> Entry[V] | None:
-        """The entry stored under ``value``; does not refresh the LRU order."""
-        store = self.store
-        return Cache.__getitem__(store, value) if value in store else None
-
-    @staticmethod
-    def servable(entry: Entry[V], key: RequestKey, now: float) -> bool:
-        digest = key.digest
-        return now < entry.created_at + entry.ttl and (digest is None or digest == entry.digest)
+        lock = self.stats_lock
+        if lock is None:  # the local store: the caller holds self.lock
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+            return
+        with lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
 
     def lookup(self, key: RequestKey, now: float) -> object:
-        """The value to serve for ``key``, or :data:`MISSING`.
+        """The value to serve for ``key``, or :data:`MISSING` (see the store's ``get``).
+        The request itself is counted by the caller."""
+        local = self.local
+        if local is not None:
+            return local.get_locked(key.value, key.digest, now)
+        return self.store.get(key.value, key.digest, now)
 
-        Removes an expired entry (an eviction) and counts a digest mismatch (a
-        collision); a served entry becomes the most recently used and counts a hit on
-        itself. The request itself is counted by the caller.
-        """
-        entry = self.entry(key.value)
-        if entry is None:
-            return MISSING
-        if now >= entry.created_at + entry.ttl:
-            del self.store[key.value]
-            self.expiry.discard(key.value, entry.ttl)
-            self.evictions += 1
-            return MISSING
-        if key.digest is not None and key.digest != entry.digest:
-            self.collisions += 1
-            return MISSING
-        self.store[key.value]  # refreshes the LRU order
-        entry.hit_count += 1
-        return entry.value
+    def peek(self, key: RequestKey, now: float) -> StoredEntry | None:
+        local = self.local
+        if local is not None:
+            return local.peek_locked(key.value, key.digest, now)
+        return self.store.peek(key.value, key.digest, now)
 
     def insert(self, key: RequestKey, value: V, ttl: float, now: float) -> None:
         """Store ``value``: replace an existing entry, or make room and add one."""
-        store = self.store
-        old = self.entry(key.value)
-        if old is not None:
-            self.expiry.discard(key.value, old.ttl)
-        elif len(store) >= self.capacity:
-            self.evict_expired(now)
-            if len(store) >= self.capacity:
-                victim, entry = store.popitem()  # the least recently used
-                self.expiry.discard(victim, entry.ttl)
-                self.evictions += 1
-        store[key.value] = Entry(value, key.digest, now, ttl)
-        self.expiry.add(key.value, ttl, now + ttl)
+        local = self.local
+        if local is not None:
+            local.set_locked(key.value, key.digest, value, ttl, now)
+        else:
+            self.store.set(key.value, key.digest, value, ttl, now)
 
     def evict_expired(self, now: float) -> int:
-        expired = self.expiry.pop_expired(now)
-        store = self.store
-        for value in expired:
-            del store[value]
-        self.evictions += len(expired)
-        return len(expired)
+        local = self.local
+        return 0 if local is None else local.evict_expired_locked(now)
+
+    def size(self) -> int:
+        local = self.local
+        return 0 if local is None else len(local)
 
     def clear(self) -> None:
-        self.store.clear()
-        self.expiry.clear()
-        self.reset_stats()
+        local = self.local
+        if local is not None:
+            local.clear_locked()
+        else:
+            self.store.clear()
+        with self.stats_lock or contextlib.nullcontext():
+            self.reset_stats()

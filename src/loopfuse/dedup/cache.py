@@ -11,7 +11,7 @@ time to live per entry and single-flight computation for threads and asyncio tas
   expired entry, then, only if the cache is still full, the least recently used live
   one. Replacing an existing key never evicts anything. A read that is served a value
   makes that entry the most recently used. Every operation is O(1) (amortised; see
-  :mod:`loopfuse.dedup._expiry` for many distinct TTLs): LRU order is kept by
+  :mod:`loopfuse.stores._expiry` for many distinct TTLs): LRU order is kept by
   :class:`cachetools.LRUCache`, expiry order by TTL groups.
 - **Collision protection.** An entry keeps the digest of the key it was stored under. A
   probe whose key carries a digest is served only an entry with the same digest; a
@@ -20,6 +20,10 @@ time to live per entry and single-flight computation for threads and asyncio tas
 - **Single flight.** :meth:`DedupCache.get_or_compute` and
   :meth:`DedupCache.aget_or_compute` run the factory once for concurrent callers of one
   key; the others wait (up to a timeout) and get the same value.
+- **Stores.** The entries live in a :class:`~loopfuse.stores.CacheStore`: by default a
+  :class:`~loopfuse.stores.memory.MemoryCacheStore` in this process (no I/O, everything
+  above); with ``store=RedisStore(...)`` they are shared by processes and hosts, and
+  single flight spans them (see :mod:`loopfuse.dedup._shared` and ``docs/stores.md``).
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar, cast
 
-from loopfuse.dedup import singleflight
+from loopfuse.dedup import _shared, singleflight
 from loopfuse.dedup._core import MISSING, CacheCore, check_key, seconds
 from loopfuse.dedup.entries import CachedResponse, DedupStats
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.errors import InvalidInputError
+from loopfuse.stores import CacheStore
 
 __all__ = ["DEFAULT_TTL", "DEFAULT_WAIT_TIMEOUT", "DedupCache"]
 
@@ -59,10 +64,13 @@ class DedupCache(Generic[V]):
     ``capacity`` (an int >= 1) bounds the number of entries; ``default_ttl`` (seconds,
     > 0; ``math.inf`` for never) is the life of an entry inserted without its own TTL;
     ``clock`` returns seconds and must never go back; ``wait_timeout`` bounds how long a
-    single-flight waiter waits (see :data:`DEFAULT_WAIT_TIMEOUT`). Bad values raise
-    :class:`~loopfuse.errors.ConfigError`. Values may be any object, ``None`` included
-    (``get`` cannot tell a cached ``None`` from a miss; ``peek``, ``in`` and
-    ``get_or_compute`` can).
+    single-flight waiter waits (see :data:`DEFAULT_WAIT_TIMEOUT`); ``store`` is where the
+    entries live (default: a :class:`~loopfuse.stores.memory.MemoryCacheStore` of
+    ``capacity`` entries; a shared store bounds entries by TTL instead, keeps its own
+    ``evictions`` and ``collisions``, and may accept only some values: see its codec).
+    Bad values raise :class:`~loopfuse.errors.ConfigError`. Values may be any object,
+    ``None`` included (``get`` cannot tell a cached ``None`` from a miss; ``peek``,
+    ``in`` and ``get_or_compute`` can).
 
     >>> now = [0.0]
     >>> cache: DedupCache[str] = DedupCache(capacity=2, default_ttl=60.0, clock=lambda: now[0])
@@ -91,8 +99,9 @@ class DedupCache(Generic[V]):
         *,
         wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
         fail_closed: bool = False,
+        store: CacheStore | None = None,
     ) -> None:
-        self._core: CacheCore[V] = CacheCore(capacity, default_ttl, clock, wait_timeout)
+        self._core: CacheCore[V] = CacheCore(capacity, default_ttl, clock, wait_timeout, store)
         self._flights: singleflight.FlightTables[V] = singleflight.FlightTables()
         self.fail_closed = bool(fail_closed)
         self.internal_errors = 0
@@ -118,6 +127,11 @@ class DedupCache(Generic[V]):
         return self._core.default_ttl
 
     @property
+    def store(self) -> CacheStore:
+        """Where the entries live."""
+        return self._core.store
+
+    @property
     def wait_timeout(self) -> float:
         """Seconds a single-flight waiter waits unless the call says otherwise."""
         return self._core.wait_timeout
@@ -131,7 +145,7 @@ class DedupCache(Generic[V]):
         """
         core = self._core
         checked = check_key(key)
-        with core.lock:
+        with core.io:
             core.insert(checked, value, core.default_ttl, core.now())
 
     def insert_with_ttl(self, key: RequestKey, value: V, ttl: float) -> None:
@@ -146,7 +160,7 @@ class DedupCache(Generic[V]):
         core = self._core
         checked = check_key(key)
         duration = seconds(ttl, "ttl")
-        with core.lock:
+        with core.io:
             core.insert(checked, value, duration, core.now())
 
     def get(self, key: RequestKey) -> V | None:
@@ -158,7 +172,7 @@ class DedupCache(Generic[V]):
         """
         core = self._core
         checked = check_key(key)
-        with core.lock:
+        with core.io:  # the local store: lookup and count are one step, as stats promise
             value = core.lookup(checked, core.now())
             core.count(hit=value is not MISSING)
         return None if value is MISSING else cast(V, value)
@@ -174,48 +188,50 @@ class DedupCache(Generic[V]):
         """
         core = self._core
         checked = check_key(key)
-        with core.lock:
-            entry = core.entry(checked.value)
-            if entry is None or not core.servable(entry, checked, core.now()):
-                return None
-            return CachedResponse(entry.value, entry.created_at, entry.ttl, entry.hit_count)
+        with core.io:
+            entry = core.peek(checked, core.now())
+        if entry is None:
+            return None
+        return CachedResponse(cast(V, entry.value), entry.created_at, entry.ttl, entry.hit_count)
 
     def __contains__(self, key: object) -> bool:
         """Whether ``get(key)`` would be served a value (without its side effects)."""
         return isinstance(key, RequestKey) and self.peek(key) is not None
 
     def evict_expired(self) -> int:
-        """Remove every expired entry now; returns how many (each counts as an eviction)."""
+        """Remove every expired entry now; returns how many (each counts as an eviction).
+        A shared store expires entries by itself: 0."""
         core = self._core
-        with core.lock:
+        with core.io:
             return core.evict_expired(core.now())
 
     def __len__(self) -> int:
-        """Entries stored, including expired ones not removed yet."""
-        return len(self._core.store)
+        """Entries stored, including expired ones not removed yet (0 for a shared store,
+        which cannot count them in O(1))."""
+        return self._core.size()
 
     def clear(self) -> None:
         """Remove every entry and reset the stats.
 
         Computations in flight are not cancelled: they store their value when they end
-        (and count in the fresh stats).
+        (and count in the fresh stats). A shared store is cleared for every process.
         """
         core = self._core
-        with core.lock:
+        with core.io:
             core.clear()
 
     @property
     def stats(self) -> DedupStats:
         """The counters, as one consistent snapshot (see :class:`DedupStats`)."""
         core = self._core
-        with core.lock:
+        with core.io:
             return core.snapshot()
 
     def __repr__(self) -> str:
         core = self._core
         return (
             f"DedupCache(capacity={core.capacity}, default_ttl={core.default_ttl}, "
-            f"entries={len(core.store)})"
+            f"entries={core.size()})"
         )
 
     def get_or_compute(
@@ -249,8 +265,11 @@ class DedupCache(Generic[V]):
         ('answer', 'answer', 1)
         """
         checked = check_key(key)
-        duration = self._core.default_ttl if ttl is None else seconds(ttl, "ttl")
-        return singleflight.compute(self._core, self._flights, checked, factory, duration, timeout)
+        core = self._core
+        duration = core.default_ttl if ttl is None else seconds(ttl, "ttl")
+        if core.local is None:
+            return _shared.compute(core, checked, factory, duration, timeout)
+        return singleflight.compute(core, self._flights, checked, factory, duration, timeout)
 
     async def aget_or_compute(
         self,
@@ -281,10 +300,11 @@ class DedupCache(Generic[V]):
         ('answer', 'requests=2 hits=1 misses=1 evictions=0 hit_rate=50.0%')
         """
         checked = check_key(key)
-        duration = self._core.default_ttl if ttl is None else seconds(ttl, "ttl")
-        return await singleflight.acompute(
-            self._core, self._flights, checked, factory, duration, timeout
-        )
+        core = self._core
+        duration = core.default_ttl if ttl is None else seconds(ttl, "ttl")
+        if core.local is None:
+            return await _shared.acompute(core, checked, factory, duration, timeout)
+        return await singleflight.acompute(core, self._flights, checked, factory, duration, timeout)
 
     def get_or_compute_request(
         self,

@@ -195,12 +195,17 @@ def canonical_object(members: dict[str, Any]) -> bytes:
     >>> canonical_object({"b": 2, "a": b'{"x":1}'})
     b'{"a":{"x":1},"b":2}'
     """
-    parts = []
+    parts = [b"{"]
     for name in sorted(members):
         member = members[name]
-        encoded = member if isinstance(member, bytes) else intent.canonical_json(member)
-        parts.append(intent.canonical_json(name) + b":" + encoded)
-    return b"{" + b",".join(parts) + b"}"
+        if len(parts) > 1:
+            parts.append(b",")
+        parts.append(intent.canonical_json(name))
+        parts.append(b":")
+        # A bytes member (the intent, tens of KB) is copied once, by the join below.
+        parts.append(member if isinstance(member, bytes) else intent.canonical_json(member))
+    parts.append(b"}")
+    return b"".join(parts)
 
 
 def _raw_material(body: object, path: str) -> bytes:

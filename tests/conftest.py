@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import Any
+
 import pytest
+
+THREAD_GUARD = 30.0  # seconds; only reached when something is broken (a hang)
 
 
 class FakeClock:
@@ -21,3 +27,25 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+def run_threads(n: int, target: Callable[[int], Any]) -> tuple[list[Any], list[BaseException]]:
+    """Run ``target(i)`` on ``n`` threads; return every result and every error raised."""
+    results: list[Any] = [None] * n
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def body(i: int) -> None:
+        try:
+            results[i] = target(i)
+        except BaseException as error:
+            with lock:
+                errors.append(error)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(THREAD_GUARD)
+        assert not thread.is_alive()
+    return results, errors

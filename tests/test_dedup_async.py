@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import pytest
 
+from conftest import run_threads
 from loopfuse.dedup import (
     DedupCache,
     RequestKey,
@@ -22,27 +22,6 @@ from loopfuse.dedup import (
 
 GUARD = 30.0  # seconds; only reached when something is broken
 KEY = RequestKey.from_str("the question")
-
-
-def run_threads(n: int, target: Callable[[int], Any]) -> tuple[list[Any], list[BaseException]]:
-    results: list[Any] = [None] * n
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def body(i: int) -> None:
-        try:
-            results[i] = target(i)
-        except BaseException as error:
-            with lock:
-                errors.append(error)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(GUARD)
-        assert not thread.is_alive()
-    return results, errors
 
 
 async def gather_callers(

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
+from conftest import run_threads
 from loopfuse.dedup import (
     DedupCache,
     RequestKey,
@@ -58,27 +57,6 @@ def waiters(monkeypatch: pytest.MonkeyPatch) -> WaiterCount:
     count = WaiterCount()
     monkeypatch.setattr(singleflight, "WaitEvent", count.event_type())
     return count
-
-
-def run_threads(n: int, target: Callable[[int], Any]) -> tuple[list[Any], list[BaseException]]:
-    results: list[Any] = [None] * n
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def body(i: int) -> None:
-        try:
-            results[i] = target(i)
-        except BaseException as error:
-            with lock:
-                errors.append(error)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(GUARD)
-        assert not thread.is_alive()
-    return results, errors
 
 
 KEY = RequestKey.from_str("the question")

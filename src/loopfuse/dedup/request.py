@@ -145,7 +145,7 @@ def request_material(body: object, path: str = "") -> bytes:
     path = _path_str(path)
     # One parse: the value, the dialect (detected on what is keyed, so that an ignored
     # field such as Ollama's keep_alive cannot flip it) and the canonical intent.
-    value, dialect, intent_bytes = intent.analyse(body, ignore=IGNORED_PARAMS)
+    value, dialect, intent_bytes, _ = intent.analyse(body, ignore=IGNORED_PARAMS)
     if value is intent.NOT_JSON:
         return _raw_material(body, path)
     if dialect is None or intent_bytes is None or not isinstance(value, dict):

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypedDict
 
 from loopfuse.breaker import LoopBreaker, LoopDecision
 from loopfuse.dedup import DedupCache, RequestKey
+from loopfuse.detector import LoopDetector, scan_intent
 from loopfuse.errors import ConfigError
 from loopfuse.integrations._shapes import ErrorFormat, add_note, error_format
-from loopfuse.intent import analyse
+from loopfuse.intent import analyse, fingerprint_canonical
 
 if TYPE_CHECKING:
     from loopfuse.detector import LoopDetected
@@ -234,7 +235,8 @@ class Guard:
         scope: str,
         streaming: bool | None,
     ) -> GuardDecision:
-        value, dialect, canon = analyse(body)
+        # One parse serves the breaker's fingerprint and the detector's scan.
+        value, dialect, canon, conversation = analyse(body)
         if dialect is None or canon is None or not isinstance(value, dict):
             return _PASS
         fmt = error_format(path, dialect)
@@ -244,17 +246,18 @@ class Guard:
         message: str | None = None
         signature: str | None = None
         count = 0
-        # The guards get the body as it came: from bytes they take the fast, trusted
-        # parse (orjson), several times cheaper than re-walking the parsed value.
         if self.breaker is not None and session_id is not None:
-            decision = self.breaker.check_request(session_id, body, path)
+            decision = self.breaker.check(session_id, fingerprint_canonical(canon, path))
             if not decision.allowed:
                 code, message = "repeated_request", _breaker_message(decision)
                 count = decision.repeats
                 if decision.fingerprint is not None:
                     signature = f"{decision.fingerprint:016x}"
         if code is None and self.detector is not None:
-            verdict = self.detector.scan(body)
+            if isinstance(self.detector, LoopDetector):
+                verdict: ScanVerdict = scan_intent(conversation, self.detector)
+            else:  # any other scanner gets the body, as its protocol says
+                verdict = self.detector.scan(body)
             if not verdict.ok:
                 code = verdict.kind or "loop"
                 message = verdict.message or f"loopfuse: loop detected ({code})"

@@ -86,6 +86,7 @@ __all__ = [
     "detect_dialect",
     "extract_intent",
     "fingerprint",
+    "fingerprint_canonical",
     "format_float",
     "json_backend",
     "load",
@@ -215,18 +216,24 @@ class Analysis(NamedTuple):
     """The dialect (see :func:`detect_dialect`), or ``None``."""
     intent: bytes | None
     """The canonical JSON of the intent, or ``None`` when the body is not an LLM request."""
+    parsed_intent: dict[str, Any] | None = None
+    """The intent itself (what :func:`extract_intent` returns), or ``None``."""
 
 
 def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
-    """Parse ``body`` once and return its value, dialect and canonical intent bytes.
+    """Parse ``body`` once: its value, dialect, canonical intent bytes and the intent.
 
     For callers that need more than a fingerprint (a cache key reads the parameters
-    too) without paying for a second parse. Top-level fields named in ``ignore`` are
-    left out when detecting the dialect. Never raises on ``bytes``/``str``.
+    too; a proxy also scans the conversation) without paying for a second parse.
+    Top-level fields named in ``ignore`` are left out when detecting the dialect.
+    Never raises on ``bytes``/``str``. For a request of a known dialect,
+    ``fingerprint(body, path) == fingerprint_canonical(analysis.intent, path)``.
 
-    >>> value, dialect, canon = analyse(b'{"input": "hi", "model": "m"}')
+    >>> value, dialect, canon, conversation = analyse(b'{"input": "hi", "model": "m"}')
     >>> value["model"], dialect, canon
     ('m', 'openai_responses', b'{"messages":[{"content":["hi"],"role":"user"}]}')
+    >>> conversation
+    {'messages': [{'role': 'user', 'content': ['hi']}]}
     >>> analyse(b"not json").value is NOT_JSON
     True
     """
@@ -241,7 +248,18 @@ def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
     if intent is None:
         return Analysis(value, None, None)
     canon = dumps_trusted(intent, walk.ok, MAX_DEPTH + _INTENT_DEPTH_SLACK)
-    return Analysis(value, _dialect_of(keyed, walk), canon)
+    return Analysis(value, _dialect_of(keyed, walk), canon, intent)
+
+
+def fingerprint_canonical(canonical: bytes, path: str = "") -> int:
+    """The fingerprint of already-canonical bytes: what :func:`fingerprint` hashes.
+
+    >>> analysis = analyse(b'{"input": "hi"}')
+    >>> fingerprint_canonical(analysis.intent, "/v1/responses") == fingerprint(
+    ...     b'{"input": "hi"}', "/v1/responses")
+    True
+    """
+    return int.from_bytes(blake3(_path_bytes(path) + b"\n" + canonical).digest(8), "little")
 
 
 def raw_bytes(body: object) -> bytes:
@@ -291,8 +309,8 @@ def fingerprint(body: object, path: str = "") -> int:
     >>> fingerprint(b'{"messages": [{"role": "user", "content": "hi"}]}')
     7915524336615399434
     """
-    prefix = _path_bytes(path) + b"\n"
+    _path_bytes(path)  # a bad path is an error before any work
     data = _canonical_bytes(body)
     if data is None:
         data = raw_bytes(body)
-    return int.from_bytes(blake3(prefix + data).digest(8), "little")
+    return fingerprint_canonical(data, path)

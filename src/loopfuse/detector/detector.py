@@ -263,6 +263,14 @@ class LoopDetector:
 
         return scan(body, detector=self)
 
+    def scan_intent(self, intent: object) -> Verdict:
+        """:meth:`scan` for an intent already made by :func:`loopfuse.intent.extract_intent`
+        (or :func:`loopfuse.intent.analyse`), so a caller that parsed once need not again.
+        """
+        from loopfuse.detector.scan import scan_intent
+
+        return scan_intent(intent, detector=self)
+
     # --- the unlocked core, shared with the scanner --------------------------------------
 
     def _break(self) -> None:

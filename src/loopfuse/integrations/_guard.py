@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypedDict
 
 from loopfuse.breaker import LoopBreaker, LoopDecision
 from loopfuse.dedup import DedupCache, RequestKey
-from loopfuse.detector import LoopDetector, scan_intent
 from loopfuse.errors import ConfigError
 from loopfuse.integrations._shapes import ErrorFormat, add_note, error_format
 from loopfuse.intent import analyse, fingerprint_canonical
@@ -254,9 +253,12 @@ class Guard:
                 if decision.fingerprint is not None:
                     signature = f"{decision.fingerprint:016x}"
         if code is None and self.detector is not None:
-            if isinstance(self.detector, LoopDetector):
-                verdict: ScanVerdict = scan_intent(conversation, self.detector)
-            else:  # any other scanner gets the body, as its protocol says
+            # A scanner that takes the intent (LoopDetector does) reuses this parse;
+            # any other gets the body, as its protocol says.
+            scan_parsed = getattr(self.detector, "scan_intent", None)
+            if callable(scan_parsed):
+                verdict: ScanVerdict = scan_parsed(conversation)
+            else:
                 verdict = self.detector.scan(body)
             if not verdict.ok:
                 code = verdict.kind or "loop"

@@ -259,7 +259,9 @@ def fingerprint_canonical(canonical: bytes, path: str = "") -> int:
     ...     b'{"input": "hi"}', "/v1/responses")
     True
     """
-    return int.from_bytes(blake3(_path_bytes(path) + b"\n" + canonical).digest(8), "little")
+    hasher = blake3(_path_bytes(path) + b"\n")
+    hasher.update(canonical)  # hashed where it lies: no copy of a body-sized buffer
+    return int.from_bytes(hasher.digest(8), "little")
 
 
 def raw_bytes(body: object) -> bytes:

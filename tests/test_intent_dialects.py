@@ -256,6 +256,7 @@ SAME: list[tuple[str, str, Callable[[Body], None]]] = [
     ("gemini", "thought signature", lambda b: b["contents"][1]["parts"][0].update(
         thoughtSignature="b3RoZXI=")),
     ("gemini", "generationConfig", lambda b: b.update(generationConfig={"temperature": 1})),
+    ("gemini", "volatile key beside the declarations", lambda b: b["tools"][0].update(id="t1")),
     ("gemini", "snake_case fields", lambda b: b.update(
         system_instruction=b.pop("systemInstruction"))),
     ("ollama", "options", lambda b: b.update(options={"temperature": 0.9, "seed": 1})),

@@ -202,9 +202,10 @@ def tool_declarations(tools: object) -> list[Any]:
                 k: v
                 for k, v in tool.items()
                 if k not in ("functionDeclarations", "function_declarations")
+                and k not in VOLATILE_KEYS
             }
-            if rest:
-                out.append(without_volatile(rest))
+            if rest:  # a volatile key alone must not add a tool
+                out.append(rest)
         elif "input_schema" in tool:
             out.append(_function(tool, "input_schema"))
         elif tool.get("type") == "function" and "name" in tool:

@@ -21,18 +21,31 @@ _FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 _LIMITED_API = not _FREE_THREADED and os.environ.get("LOOPFUSE_NO_LIMITED_API", "") == ""
 
 
+# (module, C sources, headers): each module is optional on its own.
+_MODULES = [
+    ("loopfuse.dedup._fnv", ["src/loopfuse/dedup/_fnv.c"], []),
+    (
+        "loopfuse.intent._speedups",
+        ["src/loopfuse/intent/_speedups.c", "src/loopfuse/intent/_cchat.c"],
+        ["src/loopfuse/intent/_speedups.h"],
+    ),
+]
+
+
 def _extensions() -> list[Extension]:
     if os.environ.get("LOOPFUSE_NO_EXTENSIONS", "") not in ("", "0"):
         return []
     return [
         Extension(
-            "loopfuse.dedup._fnv",
-            sources=["src/loopfuse/dedup/_fnv.c"],
+            name,
+            sources=sources,
+            depends=depends,
             optional=True,
             py_limited_api=_LIMITED_API,
             define_macros=[("Py_LIMITED_API", "0x030B0000")] if _LIMITED_API else [],
             extra_compile_args=["-O2"] if os.name != "nt" else [],
         )
+        for name, sources, depends in _MODULES
     ]
 
 

@@ -7,6 +7,10 @@ same ~47 KB agent request (system prompt, 20 tool turns, 15 tools).
 Targets (issue 2): ``intent.fingerprint`` <= 1.0x json.loads with orjson (the ``fast``
 extra), <= 3.0x without; ``LoopBreaker.check`` flat (within 1.5x) from 1 to 100,000
 live sessions.
+
+Each row names its JSON backend and whether the C accelerator (``intent._speedups``,
+built by a normal install wherever a compiler exists) ran: ``+C`` with it, ``py``
+with the pure-Python twins that an install without a compiler uses.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ from collections.abc import Callable
 
 from bodies import agent_request_bytes
 from loopfuse import LoopBreaker, intent
-from loopfuse.intent import _json
+from loopfuse.intent import _json, _native
 from timing import interleaved, report
 
 
-def with_backend(name: str, fn: Callable[[], object]) -> Callable[[], object]:
+def with_backend(name: str, c: bool, fn: Callable[[], object]) -> Callable[[], object]:
     def run() -> object:
         _json._set_backend(name)
+        _native.set_c_extension(c)
         return fn()
 
     return run
@@ -36,22 +41,26 @@ def intent_costs(body: bytes) -> None:
         "json.loads (baseline)": lambda: json.loads(body)
     }
     backends = ["json", "orjson"] if _json._orjson is not None else ["json"]
+    extension = [True, False] if _native._BUILT is not None else [False]
     for name in backends:
-        candidates[f"intent.parse [{name}]"] = with_backend(name, lambda: intent.parse(body))
-        candidates[f"intent.extract_intent [{name}]"] = with_backend(
-            name, lambda: intent.extract_intent(body)
-        )
-        candidates[f"intent.fingerprint [{name}]"] = with_backend(
-            name, lambda: intent.fingerprint(body, path)
-        )
-        candidates[f"LoopBreaker.check_request [{name}]"] = with_backend(
-            name, lambda: breaker.check_request("s", body, path)
-        )
+        for c in extension:
+            tag = f"[{name} {'+C' if c else 'py'}]"
+            candidates[f"intent.parse {tag}"] = with_backend(name, c, lambda: intent.parse(body))
+            candidates[f"intent.extract_intent {tag}"] = with_backend(
+                name, c, lambda: intent.extract_intent(body)
+            )
+            candidates[f"intent.fingerprint {tag}"] = with_backend(
+                name, c, lambda: intent.fingerprint(body, path)
+            )
+            candidates[f"LoopBreaker.check_request {tag}"] = with_backend(
+                name, c, lambda: breaker.check_request("s", body, path)
+            )
     original = intent.json_backend()
     try:
         results = interleaved(candidates)
     finally:
         _json._set_backend(original)
+        _native.set_c_extension(_native._BUILT is not None)
     report(results, "json.loads (baseline)")
 
 
@@ -79,7 +88,10 @@ def session_costs() -> None:
 
 def main() -> None:
     body = agent_request_bytes()
-    print(f"body: {len(body):,} bytes; orjson installed: {_json._orjson is not None}")
+    print(
+        f"body: {len(body):,} bytes; orjson installed: {_json._orjson is not None}; "
+        f"C extension built: {_native._BUILT is not None}"
+    )
     intent_costs(body)
     print()
     session_costs()

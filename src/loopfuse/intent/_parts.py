@@ -120,7 +120,8 @@ def add_part(out: list[Part], part: object) -> None:
     out.append(without_volatile(part))
 
 
-_SHORT_ARGUMENTS: Final = 2 * MAX_DEPTH
+SHORT_ARGUMENTS: Final = 2 * MAX_DEPTH
+"""Argument strings up to this long cannot nest deeper than MAX_DEPTH: the parse decides."""
 
 
 class Walk:
@@ -141,6 +142,14 @@ class Walk:
         self.ollama = False
 
 
+def parse_argument_string(arguments: str) -> tuple[object, bool]:
+    """``(value, trusted)`` of a tool-call argument string, as :func:`load_trusted`."""
+    # Most argument strings are short: too short to nest deeper than MAX_DEPTH.
+    if len(arguments) <= SHORT_ARGUMENTS:
+        return loads_small(arguments)
+    return load_trusted(arguments)
+
+
 def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
     """Tool-call arguments as a JSON value: a JSON string is parsed, junk kept as is.
 
@@ -150,11 +159,7 @@ def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
     'not json'
     """
     if isinstance(arguments, str):
-        # Most argument strings are short: too short to nest deeper than MAX_DEPTH.
-        if len(arguments) <= _SHORT_ARGUMENTS:
-            value, trusted = loads_small(arguments)
-        else:
-            value, trusted = load_trusted(arguments)
+        value, trusted = parse_argument_string(arguments)
         if value is NOT_JSON:
             return arguments
         if walk is not None and not trusted:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
+
+from loopfuse.intent import _json
 
 THREAD_GUARD = 30.0  # seconds; only reached when something is broken (a hang)
 
@@ -27,6 +30,17 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@contextmanager
+def json_backend(name: str) -> Iterator[None]:
+    """Run the block with ``loopfuse.intent`` parsing through ``name`` ("json"/"orjson")."""
+    original = _json.json_backend()
+    _json._set_backend(name)
+    try:
+        yield
+    finally:
+        _json._set_backend(original)
 
 
 def run_threads(n: int, target: Callable[[int], Any]) -> tuple[list[Any], list[BaseException]]:

@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from conftest import json_backend as using
 from loopfuse import LoopBreaker, LoopDecision, RequestKey, Verdict, intent, scan
 from loopfuse.cli.readers import InputError, read_bytes
 from loopfuse.errors import InvalidInputError, LoopfuseError
@@ -27,16 +28,6 @@ RAW_SECONDS_PER_MB = 0.1  # bodies over MAX_BODY_BYTES, hashed raw; measured ~1 
 PEAK_BYTES_PER_BODY_BYTE = 300  # tracemalloc peak; measured worst ~150x, agent bodies ~17x
 RAW_PEAK_BYTES_PER_BODY_BYTE = 3  # over MAX_BODY_BYTES; measured 1.0x (one copy)
 PEAK_FIXED = 4 * MiB
-
-
-@contextmanager
-def using(name: str) -> Iterator[None]:
-    original = json_impl.json_backend()
-    json_impl._set_backend(name)
-    try:
-        yield
-    finally:
-        json_impl._set_backend(original)
 
 
 class Records(logging.Handler):

@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import json_backend as using
 from loopfuse import intent
 from loopfuse.intent import _json as backend
 
 pytestmark = pytest.mark.skipif(backend._orjson is None, reason="orjson is not installed")
 
 T = TypeVar("T")
-
-
-@contextmanager
-def using(name: str) -> Iterator[None]:
-    original = backend.json_backend()
-    backend._set_backend(name)
-    try:
-        yield
-    finally:
-        backend._set_backend(original)
 
 
 def both(fn: Callable[[], T]) -> tuple[T, T]:

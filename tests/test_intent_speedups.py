@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import json_backend
 from loopfuse import intent
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import _canonical, _json, _native
@@ -45,16 +46,6 @@ def c_extension(enabled: bool) -> Iterator[None]:
         yield
     finally:
         _native.set_c_extension(previous)
-
-
-@contextmanager
-def json_backend(name: str) -> Iterator[None]:
-    previous = _json.json_backend()
-    _json._set_backend(name)
-    try:
-        yield
-    finally:
-        _json._set_backend(previous)
 
 
 def every_path(fn: Callable[[], T]) -> list[T]:

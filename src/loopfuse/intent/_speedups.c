@@ -473,47 +473,47 @@ speedups_dumps(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
 
 /* ---------------------------------------------------------------- nesting */
 
-/* 1 when a container under value (value at depth) nests past limit, 0 when not. */
+enum { SHALLOW = 0, TOO_DEEP = 1, UNSURE = 2 };
+
+static int deeper(PyObject *value, int depth, int limit);
+
+/* One value inside a container at depth: a leaf, a container to walk, or something the
+ * reference inspects its own way (a tuple, a Mapping, a subclass): UNSURE. */
+static int
+deeper_child(PyObject *child, int depth, int limit)
+{
+    if (PyDict_CheckExact(child) || PyList_CheckExact(child)) {
+        return deeper(child, depth + 1, limit);
+    }
+    if (PyUnicode_CheckExact(child) || child == Py_None || child == Py_True ||
+        child == Py_False || PyLong_CheckExact(child) || PyFloat_CheckExact(child)) {
+        return SHALLOW;
+    }
+    return UNSURE;
+}
+
+/* TOO_DEEP when a container under value (an exact dict or list at depth) nests past
+ * limit; the first answer other than SHALLOW ends the walk, as in the reference. */
 static int
 deeper(PyObject *value, int depth, int limit)
 {
     if (depth > limit) {
-        return 1;
+        return TOO_DEEP;
     }
-    PyObject *child;
+    int found = SHALLOW;
     if (PyDict_CheckExact(value)) {
         Py_ssize_t position = 0;
-        PyObject *key;
-        while (PyDict_Next(value, &position, &key, &child)) {
-            if (PyDict_CheckExact(child) || PyList_CheckExact(child)) {
-                int found = deeper(child, depth + 1, limit);
-                if (found) {
-                    return found;
-                }
-            }
-            else if (!PyUnicode_CheckExact(child) && child != Py_None && child != Py_True &&
-                     child != Py_False && !PyLong_CheckExact(child) &&
-                     !PyFloat_CheckExact(child)) {
-                return DECLINED + 1; /* a container the reference inspects its own way */
-            }
+        PyObject *key, *child;
+        while (found == SHALLOW && PyDict_Next(value, &position, &key, &child)) {
+            found = deeper_child(child, depth, limit);
         }
-        return 0;
+        return found;
     }
     Py_ssize_t count = PyList_Size(value);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        child = PyList_GetItem(value, i);
-        if (PyDict_CheckExact(child) || PyList_CheckExact(child)) {
-            int found = deeper(child, depth + 1, limit);
-            if (found) {
-                return found;
-            }
-        }
-        else if (!PyUnicode_CheckExact(child) && child != Py_None && child != Py_True &&
-                 child != Py_False && !PyLong_CheckExact(child) && !PyFloat_CheckExact(child)) {
-            return DECLINED + 1;
-        }
+    for (Py_ssize_t i = 0; found == SHALLOW && i < count; i++) {
+        found = deeper_child(PyList_GetItem(value, i), depth, limit);
     }
-    return 0;
+    return found;
 }
 
 PyDoc_STRVAR(too_deep_doc,
@@ -539,14 +539,14 @@ speedups_too_deep(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
     if (!PyDict_CheckExact(value) && !PyList_CheckExact(value)) {
         Py_RETURN_NONE;
     }
-    int found = deeper(value, 1, limit);
-    if (found == 1) {
+    switch (deeper(value, 1, limit)) {
+    case TOO_DEEP:
         Py_RETURN_TRUE;
-    }
-    if (found == 0) {
+    case SHALLOW:
         Py_RETURN_FALSE;
+    default:
+        Py_RETURN_NONE;
     }
-    Py_RETURN_NONE;
 }
 
 /* ---------------------------------------------------------------- module */

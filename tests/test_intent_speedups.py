@@ -52,8 +52,9 @@ def every_path(fn: Callable[[], T]) -> list[T]:
     """``fn()`` with the extension on and off, under each installed JSON backend."""
     backends = ["json"] + (["orjson"] if _json._orjson is not None else [])
     results = []
+    extension = (True, False) if _native._BUILT is not None else (False,)
     for name in backends:
-        for enabled in (True, False):
+        for enabled in extension:
             with json_backend(name), c_extension(enabled):
                 results.append(fn())
     return results

@@ -8,8 +8,8 @@ rules are spelled out in :func:`canonical_json`.
 
 Speed comes from provenance: a value that a parser produced under these rules (no
 non-finite or tiny float, no integer orjson would read as a float) can be written by a
-C serialiser as it is. Anything else goes through :func:`_write`, a plain walk that
-applies every rule itself.
+C serialiser as it is. Anything else goes to ``_canonical.dumps``, which applies every
+rule itself (in C when the ``_speedups`` extension is built, else a Python walk).
 """
 
 from __future__ import annotations
@@ -278,11 +278,8 @@ def _is_container(value: object) -> bool:
 
 
 def _deeper_than_max(value: object, body: bytes | str | None, trusted: bool) -> bool:
-    native = _native.speedups
-    if native is not None:
-        found: bool | None = native.too_deep(value, MAX_DEPTH)  # a few us for 50 KB
-        if found is not None:
-            return found
+    if _native.speedups is not None:
+        return _too_deep(value, MAX_DEPTH)  # in C: a few microseconds for 50 KB
     if body is not None:
         # Nesting cannot exceed half the length, nor the number of opening brackets.
         if len(body) <= 2 * MAX_DEPTH:

@@ -34,11 +34,8 @@ Body = dict[str, Any]
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def parse_arguments(arguments: str) -> tuple[object, bool]:
-    """What ``_parts.parse_arguments`` does with a ``str``, as the C caller passes it."""
-    if len(arguments) <= _parts.SHORT_ARGUMENTS:
-        return _json.loads_small(arguments)
-    return _json.load_trusted(arguments)
+# What the intent module passes the C walk for tool-call argument strings.
+parse_arguments = _parts.parse_argument_string
 
 
 def c_intent(body: object, parse: Callable[[str], Any] = parse_arguments) -> Any:

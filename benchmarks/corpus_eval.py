@@ -1,41 +1,43 @@
-"""Replay every trajectory of a corpus through ``scan`` and measure each configuration.
+"""Replay real agent trajectories through the detector and measure every signal.
 
-Usage: ``python benchmarks/corpus_eval.py [folder] [--list] [--groups] [--grid]``
+Usage::
 
-``folder`` defaults to ``../shared/corpus`` relative to the repository root. Each file is
-one trajectory in OpenAI Chat format with ``outcome`` (resolved / failed / unknown) and
-``exit_reason``. For every step — the request the agent sends after the tool results of
-one assistant turn, i.e. ``messages[:k]`` — the request body is scanned as a proxy
-would; the first step whose verdict is not ``ok`` is the flag. Reported per
-configuration:
+    python benchmarks/corpus_eval.py [SOURCE] [--list] [--pools] [--lopo] [--signals]
 
-- resolved runs flagged, and how many of those ended on their own (their exit reason is
-  not a budget or step limit) — a flag there would have stopped a good run;
-- failed runs flagged;
-- tool calls in failed runs that come after the first flag (what stopping would save).
+``SOURCE`` is a folder of trajectories or a ``.tar.xz`` of them (default:
+``../shared/corpus`` next to the repository; ``../shared/calibration.tar.xz`` is the
+calibration set). Each file is one trajectory in OpenAI Chat format with ``outcome``
+(resolved / failed / unknown) and ``exit_reason``. Every step — the request the agent
+sends after the tool results of one assistant turn — is judged as a proxy would judge
+it (``scan`` of that request; computed in one pass with :class:`loopfuse.detector.Replay`,
+which gives the same verdicts); the first step whose verdict is not ``ok`` is the flag.
+Reported per configuration: resolved runs flagged (and how many of them ended on their
+own rather than on a budget), failed runs flagged, and the tool calls of failed runs
+that come after the flag (what stopping would have saved).
 
-``--groups`` prints the defaults per group of trajectories (agent framework and model).
-``--grid`` adds a leave-one-group-out check over a grid of configurations: for each
-group, a configuration is chosen greedily on the other groups (no good run stopped, then
-the most failed runs flagged, then the most calls saved) and scored on the held-out
-group — what choosing thresholds from data would do on trajectories it has not seen.
+``--signals`` measures each signal alone over a range of thresholds; ``--lopo`` chooses
+every threshold on all pools but one — the *safe edge* (the most aggressive value that
+stops no resolved run) and one notch inside it — and scores the choice on the pool left
+out; ``--pools`` prints the defaults per pool.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import io
 import json
 import sys
-from collections.abc import Iterable
+import tarfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopfuse.detector import LoopDetector, scan
+from loopfuse.detector import LoopDetector, Replay
+from loopfuse.intent import extract_intent
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_FOLDER = REPO.parent / "shared" / "corpus"
+DEFAULT_SOURCE = REPO.parent / "shared" / "corpus"
 BUDGET_EXITS = ("exit_cost", "max_steps")
 
 
@@ -45,47 +47,69 @@ class Trajectory:
     pool: str
     outcome: str
     exit_reason: str
-    messages: list[dict[str, Any]]
-    steps: list[int] = field(default_factory=list)  # k: request = messages[:k]
+    messages: list[Any]  # the canonical intent's messages
+    steps: list[int] = field(default_factory=list)  # indices after which a request is sent
+    calls_after: dict[int, int] = field(default_factory=dict)  # step -> tool calls after it
 
     @property
     def on_its_own(self) -> bool:
         return not any(limit in self.exit_reason for limit in BUDGET_EXITS)
 
-    def calls_from(self, k: int) -> int:
-        return sum(len(m.get("tool_calls") or []) for m in self.messages[k:])
-
     @property
     def calls(self) -> int:
-        return self.calls_from(0)
+        return self.calls_after.get(-1, 0)
 
 
-def load(folder: Path) -> list[Trajectory]:
+def _pool(name: str) -> str:
+    prefix = name.split("__")[0]
+    return "sweagent-java" if prefix.startswith("sweagent-java") else prefix.split("_")[0]
+
+
+def _files(source: Path) -> Iterator[tuple[str, bytes]]:
+    if source.is_dir():
+        for path in sorted(source.glob("*.json")):
+            yield path.stem, path.read_bytes()
+        return
+    with tarfile.open(source, "r:*") as tar:
+        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+            if member.isfile() and member.name.endswith(".json"):
+                handle = tar.extractfile(member)
+                if handle is not None:
+                    yield Path(member.name).stem, io.BytesIO(handle.read()).getvalue()
+
+
+def load(source: Path) -> list[Trajectory]:
+    """Every trajectory of a folder or tarball, as canonical messages and request steps."""
     out = []
-    for path in sorted(folder.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        messages = data["messages"]
-        t = Trajectory(
-            name=path.stem,
-            pool=path.stem.split("__")[0].split("_")[0],
-            outcome=data["outcome"],
-            exit_reason=data.get("exit_reason", ""),
-            messages=messages,
-        )
-        for k in range(1, len(messages) + 1):
-            last_is_tool = messages[k - 1].get("role") == "tool"
-            next_is_tool = k < len(messages) and messages[k].get("role") == "tool"
-            if last_is_tool and not next_is_tool:
+    for name, raw in _files(source):
+        data = json.loads(raw)
+        messages = extract_intent({"model": "m", "messages": data["messages"]})["messages"]
+        t = Trajectory(name, _pool(name), data["outcome"], data.get("exit_reason") or "", messages)
+        for k, message in enumerate(messages):
+            following = messages[k + 1]["role"] if k + 1 < len(messages) else None
+            if message["role"] == "tool" and following != "tool":
                 t.steps.append(k)
+        remaining = 0
+        after = {}
+        for k in range(len(messages) - 1, -1, -1):
+            after[k] = remaining
+            remaining += len(messages[k].get("tool_calls") or [])
+        after[-1] = remaining
+        t.calls_after = after
         out.append(t)
     return out
 
 
-def first_flag(t: Trajectory, detector: LoopDetector) -> int | None:
-    """The first step k whose request ``messages[:k]`` is flagged, or ``None``."""
-    for k in t.steps:
-        if not scan({"model": "m", "messages": t.messages[:k]}, detector=detector).ok:
-            return k
+def first_flag(t: Trajectory, detector: LoopDetector) -> tuple[int, str] | None:
+    """The first step whose request would be refused, and the signal's kind."""
+    walk = Replay(detector.settings)
+    steps = set(t.steps)
+    for k, message in enumerate(t.messages):
+        walk.add(message, k)
+        if k in steps:
+            verdict = walk.verdict()
+            if not verdict.ok:
+                return k, verdict.kind or "?"
     return None
 
 
@@ -100,41 +124,71 @@ class Row:
     flagged: list[str] = field(default_factory=list)
 
 
-def evaluate(label: str, detector: LoopDetector, corpus: Iterable[Trajectory]) -> Row:
+def score(
+    flags: dict[str, tuple[int, str] | None], corpus: Iterable[Trajectory], label: str
+) -> Row:
     row = Row(label)
     for t in corpus:
-        k = first_flag(t, detector)
-        if k is None:
+        flag = flags.get(t.name)
+        if flag is None:
             continue
-        row.flagged.append(f"{t.outcome[:4]}:{t.name}@{k}/{len(t.messages)}")
+        k, kind = flag
+        row.flagged.append(f"{t.outcome[:4]}:{t.name}@{k}/{len(t.messages)} {kind}")
         if t.outcome == "resolved":
             row.resolved += 1
             row.resolved_own += t.on_its_own
         elif t.outcome == "failed":
             row.failed += 1
-            row.after += t.calls_from(k)
+            row.after += t.calls_after[k]
         else:
             row.unknown += 1
     return row
 
 
+def flags_of(corpus: list[Trajectory], detector: LoopDetector) -> dict[str, tuple[int, str] | None]:
+    return {t.name: first_flag(t, detector) for t in corpus}
+
+
+# Every signal off: a configuration turns on the ones it names.
+ALL_OFF: dict[str, Any] = {
+    "max_strikes": None,
+    "max_cycle_period": 0,
+    "max_error_streak": None,
+    "max_near_repeats": None,
+    "max_unchanged_checks": None,
+    "error_storm": None,
+    "max_stagnation_steps": None,
+}
+
+# Each signal's thresholds, from most aggressive to most lenient.
+SIGNALS: dict[str, list[dict[str, Any]]] = {
+    "repeat+cycle": [
+        {"max_strikes": s, "max_cycle_period": 8, "max_stagnation_steps": 5} for s in (1, 2, 3, 4)
+    ],
+    "error_streak": [{"max_error_streak": v} for v in (1, 2, 3, 4, 5)],
+    "near_repeat": [{"max_near_repeats": v} for v in (1, 2, 3, 4, 5)],
+    "no_progress": [{"max_unchanged_checks": v} for v in (2, 3, 4, 5, 6, 7, 8)],
+    "error_storm": [{"error_storm": v} for v in ((6, 8), (8, 10), (9, 10), (10, 12), (12, 14))],
+}
+
 CONFIGS: dict[str, dict[str, Any]] = {
-    "**defaults** (strikes 3, observation 5, cycles 4/2 laps, normalised)": {},
+    "**defaults**": {},
     "max_strikes=2": {"max_strikes": 2},
     "max_strikes=4": {"max_strikes": 4},
-    "max_cycle_laps=1": {"max_cycle_laps": 1},
-    "max_cycle_laps=3": {"max_cycle_laps": 3},
-    "max_observation_steps=3": {"max_observation_steps": 3},
+    "error_aware=False": {"error_aware": False},
     "max_observation_steps=8": {"max_observation_steps": 8},
-    "max_observation_steps=None (no allowance, no ceiling)": {"max_observation_steps": None},
-    "observation_tools=() (no read-only allowance)": {"observation_tools": ()},
-    "normalize_answers=False": {"normalize_answers": False},
-    "max_cycle_period=0 (no cycles)": {"max_cycle_period": 0},
-    "seed design: strikes 2, answers only": {
-        "max_strikes": 2,
-        "normalize_answers": False,
-        "max_cycle_period": 0,
-        "max_observation_steps": None,
+    "max_cycle_period=4": {"max_cycle_period": 4},
+    "max_error_streak=None": {"max_error_streak": None},
+    "max_near_repeats=None": {"max_near_repeats": None},
+    "max_unchanged_checks=None": {"max_unchanged_checks": None},
+    "error_storm=None": {"error_storm": None},
+    "v1 signals only (no answer signals, cycles to 4)": {
+        "max_cycle_period": 4,
+        "error_aware": False,
+        "max_error_streak": None,
+        "max_near_repeats": None,
+        "max_unchanged_checks": None,
+        "error_storm": None,
     },
 }
 
@@ -152,119 +206,138 @@ def table(rows: list[Row], corpus: list[Trajectory]) -> str:
     for r in rows:
         lines.append(
             f"| {r.label} | {r.resolved} | {r.resolved_own} | {r.failed} | "
-            f"{r.after} ({100 * r.after / n_calls:.0f}%) |"
+            f"{r.after} ({100 * r.after / max(1, n_calls):.0f}%) |"
         )
     return "\n".join(lines)
 
 
-def meets_targets(row: Row) -> bool:
-    return row.resolved_own <= 1 and row.failed >= 14 and row.after >= 290
+def per_signal(corpus: list[Trajectory]) -> dict[str, list[dict[str, tuple[int, str] | None]]]:
+    """Each signal alone, at each of its thresholds: the first flag of every run."""
+    return {
+        name: [flags_of(corpus, LoopDetector(**{**ALL_OFF, **cfg})) for cfg in values]
+        for name, values in SIGNALS.items()
+    }
 
 
-GRID = {
-    "max_strikes": [2, 3, 4],
-    "max_cycle_laps": [1, 2, 3],
-    "max_observation_steps": [3, 4, 5, 6, 8, None],
-    "normalize_answers": [True, False],
-}
+def combine(flag_sets: Iterable[dict[str, tuple[int, str] | None]]) -> dict[str, Any]:
+    """Several signals together: a run's first flag is the earliest of any of them."""
+    out: dict[str, tuple[int, str] | None] = {}
+    for flags in flag_sets:
+        for name, flag in flags.items():
+            best = out.get(name)
+            if flag is not None and (best is None or flag[0] < best[0]):
+                out[name] = flag
+            else:
+                out.setdefault(name, best)
+    return out
 
 
-def group_of(t: Trajectory) -> str:
-    prefix = t.name.split("__")[0]
-    return prefix if prefix.startswith("sweagent-java") else prefix.split("_")[0]
+def choose(
+    signal_flags: dict[str, list[dict[str, tuple[int, str] | None]]], train: list[Trajectory]
+) -> dict[str, int | None]:
+    """Per signal: one notch inside its safe edge on ``train`` (``None``: no safe value)."""
+    chosen: dict[str, int | None] = {}
+    for name, per_value in signal_flags.items():
+        edge = None
+        for i, flags in enumerate(per_value):
+            if score(flags, train, "").resolved == 0:
+                edge = i
+                break
+        chosen[name] = None if edge is None or edge + 1 >= len(per_value) else edge + 1
+    return chosen
 
 
-def score(flags: dict[str, int | None], subset: list[Trajectory]) -> tuple[int, int, int]:
-    """(good runs stopped, failed runs flagged, calls after the flag) on ``subset``."""
-    bad = failed = after = 0
-    for t in subset:
-        k = flags[t.name]
-        if k is None:
-            continue
-        if t.outcome == "resolved" and t.on_its_own:
-            bad += 1
-        elif t.outcome == "failed":
-            failed += 1
-            after += t.calls_from(k)
-    return bad, failed, after
-
-
-def per_group(corpus: list[Trajectory], detector: LoopDetector) -> str:
-    flags = {t.name: first_flag(t, detector) for t in corpus}
+def lopo(corpus: list[Trajectory], signal_flags: dict[str, Any]) -> str:
     lines = [
-        "| group | runs (resolved / failed) | good runs stopped | failed flagged | calls after |",
+        "| held-out pool | chosen on the other pools | held out: resolved flagged / failed "
+        "flagged / calls after the flag |",
+        "|---|---|---|",
+    ]
+    totals = [0, 0, 0]
+    for pool in sorted({t.pool for t in corpus}):
+        train = [t for t in corpus if t.pool != pool]
+        test = [t for t in corpus if t.pool == pool]
+        chosen = choose(signal_flags, train)
+        picked = [signal_flags[n][i] for n, i in chosen.items() if i is not None]
+        row = score(combine(picked), test, pool)
+        totals = [a + b for a, b in zip(totals, (row.resolved, row.failed, row.after), strict=True)]
+        text = ", ".join(
+            f"{n} {_value(SIGNALS[n][i]) if i is not None else 'off'}" for n, i in chosen.items()
+        )
+        lines.append(f"| {pool} | {text} | {row.resolved} / {row.failed} / {row.after} |")
+    lines.append(f"| **all pools** | | **{totals[0]} / {totals[1]} / {totals[2]}** |")
+    return "\n".join(lines)
+
+
+def _value(cfg: dict[str, Any]) -> str:
+    return ",".join(
+        str(v) for k, v in cfg.items() if k not in ("max_cycle_period", "max_stagnation_steps")
+    )
+
+
+def signal_table(corpus: list[Trajectory], signal_flags: dict[str, Any]) -> str:
+    lines = [
+        "| signal alone | threshold | resolved flagged | failed flagged | calls after |",
         "|---|---|---|---|---|",
     ]
-    for group in sorted({group_of(t) for t in corpus}):
-        subset = [t for t in corpus if group_of(t) == group]
-        bad, failed, after = score(flags, subset)
+    for name, per_value in signal_flags.items():
+        for cfg, flags in zip(SIGNALS[name], per_value, strict=True):
+            r = score(flags, corpus, "")
+            lines.append(f"| {name} | {_value(cfg)} | {r.resolved} | {r.failed} | {r.after} |")
+    return "\n".join(lines)
+
+
+def per_pool(corpus: list[Trajectory], flags: dict[str, Any]) -> str:
+    lines = [
+        "| pool | runs (resolved / failed) | resolved flagged | failed flagged | calls after |",
+        "|---|---|---|---|---|",
+    ]
+    for pool in sorted({t.pool for t in corpus}):
+        subset = [t for t in corpus if t.pool == pool]
+        r = score(flags, subset, pool)
         res = sum(t.outcome == "resolved" for t in subset)
         fail = sum(t.outcome == "failed" for t in subset)
         calls = sum(t.calls for t in subset if t.outcome == "failed")
         lines.append(
-            f"| {group} | {len(subset)} ({res} / {fail}) | {bad} | {failed} / {fail} "
-            f"| {after} / {calls} |"
+            f"| {pool} | {len(subset)} ({res} / {fail}) | {r.resolved} | "
+            f"{r.failed} / {fail} | {r.after} / {calls} |"
         )
-    return "\n".join(lines)
-
-
-def leave_one_group_out(corpus: list[Trajectory]) -> str:
-    """Choose greedily on all groups but one; score the choice on the one left out."""
-    combos = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
-    flags = [{t.name: first_flag(t, LoopDetector(**c)) for t in corpus} for c in combos]
-
-    def leniency(c: dict[str, Any]) -> tuple[int, int, int, bool]:
-        obs = c["max_observation_steps"]
-        return (c["max_strikes"], c["max_cycle_laps"], 99 if obs is None else obs, True)
-
-    lines = [
-        "| held-out group | chosen on the other groups (strikes, laps, observation, "
-        "normalised) | held out: good runs stopped / failed flagged / calls after |",
-        "|---|---|---|",
-    ]
-    totals = [0, 0, 0]
-    for group in sorted({group_of(t) for t in corpus}):
-        train = [t for t in corpus if group_of(t) != group]
-        test = [t for t in corpus if group_of(t) == group]
-
-        def key(i: int, train: list[Trajectory] = train) -> tuple[Any, ...]:
-            bad, failed, after = score(flags[i], train)
-            return (-bad, failed, after, leniency(combos[i]))
-
-        best = max(range(len(combos)), key=key)
-        held = score(flags[best], test)
-        totals = [a + b for a, b in zip(totals, held, strict=True)]
-        chosen = ", ".join(str(v) for v in combos[best].values())
-        lines.append(f"| {group} | {chosen} | {held[0]} / {held[1]} / {held[2]} |")
-    lines.append(f"| **all groups** | | **{totals[0]} / {totals[1]} / {totals[2]}** |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default=str(DEFAULT_FOLDER))
-    parser.add_argument("--list", action="store_true", help="list the flagged runs")
-    parser.add_argument("--groups", action="store_true", help="the defaults per group")
-    parser.add_argument("--grid", action="store_true", help="leave-one-group-out selection")
+    parser.add_argument("source", nargs="?", default=str(DEFAULT_SOURCE))
+    parser.add_argument("--list", action="store_true", help="list the runs the defaults flag")
+    parser.add_argument("--pools", action="store_true", help="the defaults per pool")
+    parser.add_argument("--signals", action="store_true", help="each signal alone")
+    parser.add_argument("--lopo", action="store_true", help="leave-one-pool-out selection")
     args = parser.parse_args(argv)
-    corpus = load(Path(args.folder))
-    if not corpus:
-        print(f"no trajectories in {args.folder}", file=sys.stderr)
+    source = Path(args.source)
+    if not source.exists():
+        print(f"no such folder or tarball: {source}", file=sys.stderr)
         return 2
-    rows = [evaluate(label, LoopDetector(**cfg), corpus) for label, cfg in CONFIGS.items()]
+    corpus = load(source)
+    if not corpus:
+        print(f"no trajectories in {source}", file=sys.stderr)
+        return 2
+    all_flags = {label: flags_of(corpus, LoopDetector(**cfg)) for label, cfg in CONFIGS.items()}
+    rows = [score(flags, corpus, label) for label, flags in all_flags.items()]
     print(table(rows, corpus))
-    print(f"\ndefaults meet the targets: {meets_targets(rows[0])}")
     if args.list:
-        for r in rows:
-            print(f"\n{r.label}:")
-            for item in r.flagged:
-                print("   ", item)
-    if args.groups:
+        for item in rows[0].flagged:
+            print("   ", item)
+    if args.pools:
         print()
-        print(per_group(corpus, LoopDetector()))
-    if args.grid:
-        print()
-        print(leave_one_group_out(corpus))
+        print(per_pool(corpus, all_flags["**defaults**"]))
+    if args.signals or args.lopo:
+        signal_flags = per_signal(corpus)
+        if args.signals:
+            print()
+            print(signal_table(corpus, signal_flags))
+        if args.lopo:
+            print()
+            print(lopo(corpus, signal_flags))
     return 0
 
 

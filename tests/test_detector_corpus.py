@@ -1,8 +1,10 @@
-"""The shipped defaults hold on the real trajectories of ../shared/corpus.
+"""The shipped defaults hold on real agent trajectories.
 
 Not a benchmark: it asserts what the defaults were chosen for (docs/detector.md), so a
-change that stops a good run, or stops fewer loops, fails here. Skipped when the corpus
-is not beside the repository.
+change that stops a good run, or stops fewer loops, fails here. The trajectories are
+never part of the project: the dev corpus (``../shared/corpus``) and the calibration set
+(``../shared/calibration.tar.xz``) are read where they lie, and each test is skipped,
+saying so, when its data is not beside the repository.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from types import ModuleType
 import pytest
 
 from loopfuse import LoopDetector
+from loopfuse.detector import scan_intent
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
-
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
+CALIBRATION = ROOT.parent / "shared" / "calibration.tar.xz"
 
 
 def corpus_eval() -> ModuleType:
@@ -34,12 +36,38 @@ def corpus_eval() -> ModuleType:
     return module
 
 
-def test_defaults_meet_the_corpus_targets() -> None:
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
+def test_defaults_meet_the_dev_corpus_targets() -> None:
     evaluation = corpus_eval()
     trajectories = evaluation.load(CORPUS)
     assert len(trajectories) >= 50
-    row = evaluation.evaluate("defaults", LoopDetector(), trajectories)
-    assert row.resolved_own <= 1, row.flagged  # good runs that ended on their own
+    row = evaluation.score(evaluation.flags_of(trajectories, LoopDetector()), trajectories, "")
+    assert row.resolved_own == 0, row.flagged  # no good run that ended on its own is stopped
     assert row.failed >= 14, row.flagged
-    assert row.after >= 290
-    assert evaluation.meets_targets(row)
+    assert row.after >= 290, row.flagged
+
+
+@pytest.mark.skipif(not CALIBRATION.is_file(), reason="../shared/calibration.tar.xz is absent")
+def test_defaults_meet_the_calibration_targets() -> None:
+    evaluation = corpus_eval()
+    trajectories = evaluation.load(CALIBRATION)
+    assert len(trajectories) >= 600
+    row = evaluation.score(evaluation.flags_of(trajectories, LoopDetector()), trajectories, "")
+    assert row.resolved == 0, row.flagged  # no resolved run stopped, budget or not
+    assert row.failed >= 30, row.flagged
+    assert row.after >= 600, row.flagged
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
+def test_the_one_pass_replay_gives_what_scan_gives_on_every_request() -> None:
+    """The evaluation replays each run once; a proxy scans each request: same verdicts."""
+    evaluation = corpus_eval()
+    det = LoopDetector()
+    for t in evaluation.load(CORPUS)[::6]:
+        walk = evaluation.Replay(det.settings)
+        steps = set(t.steps)
+        for k, message in enumerate(t.messages):
+            walk.add(message, k)
+            if k in steps:
+                request = {"messages": t.messages[: k + 1]}
+                assert walk.verdict() == scan_intent(request, det), (t.name, k)

@@ -393,7 +393,7 @@ CONFIGS = [
 def test_tail_replay_equals_full_replay(steps: list[tuple[Any, ...]], config: int) -> None:
     det = CONFIGS[config]
     messages = intent_of(steps)
-    full = replay(messages, det.fresh())
+    full = replay(messages, det.settings)
     assert scan_intent({"messages": messages}, det) == full
 
 
@@ -406,7 +406,7 @@ def test_tail_replay_equals_full_replay_on_long_loops(config: int) -> None:
             answer = ANSWERS[(i // 7) % len(ANSWERS)]
             steps.append(("batch", pattern[i % len(pattern)], [answer, answer]))
             messages = intent_of(steps)
-            assert scan_intent({"messages": messages}, det) == replay(messages, det.fresh())
+            assert scan_intent({"messages": messages}, det) == replay(messages, det.settings)
 
 
 cyclic_conversation = st.tuples(
@@ -433,7 +433,7 @@ def test_tail_replay_equals_full_replay_on_cycles(
     messages = intent_of(steps)
     for end in range(1, len(messages) + 1):
         prefix = messages[:end]
-        assert scan_intent({"messages": prefix}, det) == replay(prefix, det.fresh())
+        assert scan_intent({"messages": prefix}, det) == replay(prefix, det.settings)
 
 
 def test_json_results_compare_exactly() -> None:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopfuse.detector import ToolCall, batch_signature, results_digest
-from loopfuse.detector.signature import same_digest
+from loopfuse.detector import ToolCall, batch_signature, is_digest, results_digest
+from loopfuse.detector.digests import same_digest
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import canonical_json
 
@@ -161,17 +161,47 @@ def test_digest_has_a_raw_and_a_normalised_half() -> None:
     two = results_digest([LS], ["done in 0.73s"])
     assert one is not None
     assert two is not None
-    raw1, norm1 = one.split("/")
-    raw2, norm2 = two.split("/")
+    raw1, norm1, answers1, facts1 = one.split("/")
+    raw2, norm2, answers2, facts2 = two.split("/")
     assert raw1 != raw2
     assert norm1 == norm2
+    assert answers1 == answers2
+    assert facts1 == facts2 == "-"
     assert same_digest(one, two)
     assert not same_digest(one, two, normalize=False)
 
 
-def test_opaque_digests_compare_whole() -> None:
-    assert same_digest("abc", "abc")
-    assert not same_digest("abc/x", "abd/x")
+@pytest.mark.parametrize(
+    ("answers", "facts"),
+    [
+        (["Traceback (most recent call last):\n  ...\nKeyError: 'x'"], "e"),
+        (["<returncode>0</returncode>\n<output>\n</output>"], "z"),
+        (["<returncode>1</returncode>\n<output>\n</output>"], "ez"),
+        (["3 passed"], "-"),
+        (["ok", "cat: x: No such file or directory"], "e"),
+        (["", "done"], "z"),
+    ],
+)
+def test_digest_carries_error_and_empty_facts(answers: list[str], facts: str) -> None:
+    calls = [ToolCall("t", {"i": i}) for i in range(len(answers))]
+    digest = results_digest(calls, answers)
+    assert digest is not None
+    assert digest.split("/")[3] == facts
+    assert is_digest(digest)
+
+
+def test_the_caller_can_say_whether_a_batch_failed() -> None:
+    assert results_digest([LS], ["all good"], error=True).endswith("/e")  # type: ignore[union-attr]
+    assert results_digest([LS], ["Error: x"], error=False).endswith("/-")  # type: ignore[union-attr]
+    with pytest.raises(InvalidInputError):
+        results_digest([LS], ["x"], error="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "junk", ["error", "", "abc/x", "x" * 32 + "/" + "y" * 32 + "/" + "z" * 16 + "/e", None, 3]
+)
+def test_only_digests_are_digests(junk: object) -> None:
+    assert not is_digest(junk)
 
 
 @given(st.lists(json_values | st.text(), min_size=1, max_size=4))

@@ -59,7 +59,7 @@ class Settings:
     guards: tuple[str, ...] = GUARDS
     window: float = _BREAKER.window
     max_repeats: int = _BREAKER.max_repeats
-    max_strikes: int = _DETECTOR.max_strikes
+    max_strikes: int | None = _DETECTOR.max_strikes
     max_observation_steps: int | None = _DETECTOR.max_observation_steps
     max_cycle_period: int = _DETECTOR.max_cycle_period
     max_cycle_laps: int = _DETECTOR.max_cycle_laps

@@ -41,15 +41,16 @@ def find_cycle(
     must exceed ``limit`` (``eligible_limit`` when every batch of the lap is read-only),
     and at least one whole lap must have come round again (A B A B, not A x A).
 
-    >>> def entry(key, answers):
+    >>> from loopfuse.detector import ToolCall, results_digest
+    >>> def entry(key, answer):
     ...     e = HistoryEntry(key, (key,), False)
-    ...     e.answers = answers
+    ...     e.answers = answer and results_digest([ToolCall(key)], [answer])
     ...     return e
     >>> h = [entry("A", "a"), entry("B", "b"), entry("A", "a"), entry("B", "b"), entry("A", None)]
     >>> hit = find_cycle(h, 4, 2, 5, True)
     >>> hit.period, hit.laps
     (2, 3)
-    >>> h[2].answers = "a, changed"  # a moving answer is progress
+    >>> h[2].answers = results_digest([ToolCall("A")], ["a, changed"])  # progress
     >>> find_cycle(h, 4, 2, 5, True) is None
     True
     """

@@ -1,109 +1,90 @@
-"""``LoopDetector``: the same tool call with the same answer, again — or a cycle of them.
+"""``LoopDetector``: an agent run's tool calls, checked before they run.
 
 An agent loop asks :meth:`LoopDetector.check` before it runs a batch of tool calls and
-tells :meth:`LoopDetector.record_results` what the batch got back. The detector keeps
-one *run*: the unbroken sequence of identical batches that ends the conversation so
-far. A repeat is a strike only when its answers equal the previous occurrence's; an
-answer that moves restarts the strikes (a build being polled is making progress). A
-batch that changes state cannot be carried forever by moving answers: past the
-read-only allowance it is refused anyway. Cycles (A → B → A → B …) whose every lap got
-the same answers as the lap before are refused the same way. A user turn
-(:meth:`LoopDetector.break_run`) ends the run.
+tells :meth:`LoopDetector.record_results` what the batch got back. The decisions are
+made by the run's :class:`~loopfuse.detector.core.RunCore` (see its module for every
+signal); this class adds the lock, the validation of what callers hand in, and the
+settings. A user turn (:meth:`LoopDetector.break_run`) ends the run.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from loopfuse.detector.cycles import find_cycle
+from loopfuse.detector.core import RunCore
+from loopfuse.detector.digests import is_digest, results_digest
 from loopfuse.detector.records import (
-    Answers,
     BatchRecord,
     BatchRecordError,
     HistoryEntry,
-    LoopDetected,
     RepeatOutcome,
-    cycle_message,
-    repeat_message,
-    same_answers,
+)
+from loopfuse.detector.settings import (
+    DEFAULT_ERROR_STORM,
+    DEFAULT_MAX_CYCLE_LAPS,
+    DEFAULT_MAX_CYCLE_PERIOD,
+    DEFAULT_MAX_ERROR_STREAK,
+    DEFAULT_MAX_NEAR_REPEATS,
+    DEFAULT_MAX_OBSERVATION_STEPS,
+    DEFAULT_MAX_STAGNATION_STEPS,
+    DEFAULT_MAX_STRIKES,
+    DEFAULT_MAX_UNCHANGED_CHECKS,
+    DEFAULT_WINDOW,
+    DetectorSettings,
 )
 from loopfuse.detector.signature import ToolCall, batch_signature
-from loopfuse.detector.tools import (
-    DEFAULT_COSTLY_TOOLS,
-    DEFAULT_OBSERVATION_TOOLS,
-    ToolClassifier,
-)
-from loopfuse.errors import ConfigError, InvalidInputError
+from loopfuse.detector.tools import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
+from loopfuse.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from loopfuse.detector.scan import Verdict
 
-__all__ = [
-    "DEFAULT_MAX_CYCLE_LAPS",
-    "DEFAULT_MAX_CYCLE_PERIOD",
-    "DEFAULT_MAX_OBSERVATION_STEPS",
-    "DEFAULT_MAX_STAGNATION_STEPS",
-    "DEFAULT_MAX_STRIKES",
-    "LoopDetector",
-]
-
-DEFAULT_MAX_STRIKES: Final = 3
-DEFAULT_MAX_OBSERVATION_STEPS: Final = 5
-DEFAULT_MAX_CYCLE_PERIOD: Final = 4
-DEFAULT_MAX_CYCLE_LAPS: Final = 2
-DEFAULT_MAX_STAGNATION_STEPS: Final = 5
-
-
-@dataclass(frozen=True, slots=True)
-class _Config:
-    max_strikes: int
-    max_observation_steps: int | None
-    max_cycle_period: int
-    max_cycle_laps: int
-    normalize_answers: bool
-    max_stagnation_steps: int | None
-    observation_tools: tuple[str, ...]
-    costly_tools: tuple[str, ...]
-
-
-def _non_negative(name: str, value: object, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(
-            f"{name} must be an int >= 0{' or None' if optional else ''}, got {value!r}"
-        )
+__all__ = ["LoopDetector"]
 
 
 class LoopDetector:
-    """Refuses a tool-call batch that repeats, alone or in a cycle, with the same answers.
+    """Refuses a tool-call batch that repeats a loop: the same call, a cycle, the same
+    error, a near variant, a check that edits don't move.
 
-    Parameters (defaults measured on the corpus, see docs/detector.md):
+    Every parameter has a default measured on real agent runs (docs/detector.md) and
+    an off switch:
 
     - ``max_strikes`` (3): identical batches allowed in a row while their answers repeat
-      (or are unknown); the next one is refused. ``2`` refuses the third; ``0`` the first.
-    - ``max_observation_steps`` (5): the same, for batches of read-only tools (never
-      lower than ``max_strikes``). It is also the *ceiling*: a batch that changes state
-      (or a costly one) is refused past it even when every answer moved. ``None``: no
-      separate allowance and no ceiling.
+      (or are unknown); the next one is refused (``kind="repeat"``). ``None``: off.
+      With ``error_aware`` (on), a batch whose repeated answer is an error is refused one
+      repeat earlier.
+    - ``max_observation_steps`` (5): the same, for read-only batches (never lower than
+      ``max_strikes``); also the *ceiling* past which a state-changing (or costly) batch
+      is refused even when every answer moved. ``None``: neither.
     - ``observation_tools`` / ``costly_tools``: name patterns (see
       :mod:`loopfuse.detector.tools`); costly read-only tools keep ``max_strikes``.
-    - ``max_cycle_period`` (4): longest cycle looked for (A → B → A … is 2); below 2, off.
-    - ``max_cycle_laps`` (2): laps of a cycle allowed while each lap's answers repeat the
-      previous lap's; the next lap is refused (read-only laps get the allowance).
+    - ``max_cycle_period`` (8) / ``max_cycle_laps`` (2): cycles A → B → A … of up to 8
+      batches, refused on the lap after ``max_cycle_laps`` laps that repeated their answers
+      (``kind="cycle"``). A period below 2 turns cycles off.
+    - ``max_error_streak`` (3): the same error answer allowed that many times in a row,
+      whatever the calls; the next one trips (``kind="error_streak"``). ``None``: off.
+    - ``max_near_repeats`` (3): calls differing only slightly (whitespace, numbers, one
+      token) with the same answer, allowed in a row (``kind="near_repeat"``).
+    - ``max_unchanged_checks`` (5): runs of the same check with edits in between that gave
+      the same answer every time (``kind="no_progress"``).
+    - ``error_storm`` ((10, 12)): 10 of the last 12 calls failed (``kind="error_storm"``).
+    - ``max_stagnation_steps`` (5): the same prose answer, in :meth:`scan`
+      (:class:`~loopfuse.detector.stagnation.StagnationDetector`). ``None``: off.
+    - ``tool_limits``: per-tool caps, ``{"deploy": 1}`` (a second identical deploy in a row
+      is refused whatever its answer), ``{"browser_snapshot": 12}``; by full or own name.
+    - ``ignore_tools``: tools never counted (``{"todo_write", "think"}``).
     - ``normalize_answers`` (on): answers that differ only in incidental noise count as
-      the same (:func:`~loopfuse.detector.signature.normalize_answer`).
-    - ``max_stagnation_steps`` (5): used by :meth:`scan` for prose turns
-      (:class:`~loopfuse.detector.stagnation.StagnationDetector`); ``None``: off.
+      the same (:func:`~loopfuse.detector.answers.normalize_answer`).
+    - ``window`` (48): batches remembered; memory and cost per call are bounded by it.
+    - ``enabled`` (on): ``False`` turns the detector off for this run: every batch passes.
 
-    Safe to share between threads (``check``, ``record_results`` and ``break_run`` take
-    a lock); does no I/O.
+    An answer-based signal (error_streak, near_repeat, no_progress, error_storm) is
+    decided once a batch's answers are recorded; it refuses the next :meth:`check`,
+    whatever the batch, once. Safe to share between threads; does no I/O.
 
-    >>> from loopfuse.detector import ToolCall, results_digest
+    >>> from loopfuse.detector import LoopDetected, ToolCall, results_digest
     >>> det = LoopDetector(max_strikes=2)
     >>> calls = [ToolCall("write_file", {"path": "a.py", "text": "x"})]
     >>> for _ in range(2):
@@ -123,7 +104,7 @@ class LoopDetector:
 
     def __init__(
         self,
-        max_strikes: int = DEFAULT_MAX_STRIKES,
+        max_strikes: int | None = DEFAULT_MAX_STRIKES,
         observation_tools: Iterable[str] = DEFAULT_OBSERVATION_TOOLS,
         max_observation_steps: int | None = DEFAULT_MAX_OBSERVATION_STEPS,
         costly_tools: Iterable[str] = DEFAULT_COSTLY_TOOLS,
@@ -131,87 +112,89 @@ class LoopDetector:
         max_cycle_period: int = DEFAULT_MAX_CYCLE_PERIOD,
         max_cycle_laps: int = DEFAULT_MAX_CYCLE_LAPS,
         normalize_answers: bool = True,
+        error_aware: bool = True,
+        max_error_streak: int | None = DEFAULT_MAX_ERROR_STREAK,
+        max_near_repeats: int | None = DEFAULT_MAX_NEAR_REPEATS,
+        max_unchanged_checks: int | None = DEFAULT_MAX_UNCHANGED_CHECKS,
+        error_storm: tuple[int, int] | None = DEFAULT_ERROR_STORM,
         max_stagnation_steps: int | None = DEFAULT_MAX_STAGNATION_STEPS,
+        tool_limits: Mapping[str, int] | None = None,
+        ignore_tools: Iterable[str] = (),
+        window: int = DEFAULT_WINDOW,
+        enabled: bool = True,
     ) -> None:
-        _non_negative("max_strikes", max_strikes)
-        _non_negative("max_observation_steps", max_observation_steps, optional=True)
-        _non_negative("max_cycle_period", max_cycle_period)
-        _non_negative("max_cycle_laps", max_cycle_laps)
-        _non_negative("max_stagnation_steps", max_stagnation_steps, optional=True)
-        if not isinstance(normalize_answers, bool):
-            raise ConfigError(f"normalize_answers must be a bool, got {normalize_answers!r}")
-        if isinstance(observation_tools, str) or isinstance(costly_tools, str):
-            raise ConfigError("observation_tools and costly_tools must be collections of names")
-        self._config = _Config(
+        settings = DetectorSettings.build(
+            observation_tools=observation_tools,
+            costly_tools=costly_tools,
+            tool_limits=tool_limits,
+            ignore_tools=ignore_tools,
             max_strikes=max_strikes,
             max_observation_steps=max_observation_steps,
-            max_cycle_period=max_cycle_period if max_cycle_period >= 2 else 0,
+            max_cycle_period=max_cycle_period,
             max_cycle_laps=max_cycle_laps,
             normalize_answers=normalize_answers,
+            error_aware=error_aware,
+            max_error_streak=max_error_streak,
+            max_near_repeats=max_near_repeats,
+            max_unchanged_checks=max_unchanged_checks,
+            error_storm=error_storm,
             max_stagnation_steps=max_stagnation_steps,
-            observation_tools=tuple(observation_tools),
-            costly_tools=tuple(costly_tools),
+            window=window,
+            enabled=enabled,
         )
-        self._classifier = ToolClassifier(self._config.observation_tools, self._config.costly_tools)
-        self._init_state()
+        self._init(settings)
 
-    def _init_state(self) -> None:
-        c = self._config
-        self._allowance = (
-            c.max_strikes
-            if c.max_observation_steps is None
-            else max(c.max_observation_steps, c.max_strikes)
-        )
-        self._ceiling = None if c.max_observation_steps is None else self._allowance
-        self._cycle_allowance = max(self._allowance, c.max_cycle_laps)
-        # Just long enough to see a cycle go past the larger of its two limits.
-        self._history_len = max(1, c.max_cycle_period * self._cycle_allowance + 1)
-        self._history: deque[HistoryEntry] = deque(maxlen=self._history_len)
+    def _init(self, settings: DetectorSettings) -> None:
+        self.settings = settings
+        """The validated settings (read-only)."""
+        self._core = RunCore(settings, owner=self)
         self._lock = threading.Lock()
-        self._run = 0
-        self._break()
 
     @classmethod
-    def _from_config(cls, config: _Config, classifier: ToolClassifier) -> LoopDetector:
+    def from_settings(cls, settings: DetectorSettings) -> LoopDetector:
+        """A detector with ``settings`` (say, another detector's) and no history."""
         det = cls.__new__(cls)
-        det._config = config
-        det._classifier = classifier
-        det._init_state()
+        det._init(settings)
         return det
 
     def fresh(self) -> LoopDetector:
         """A new detector with the same settings and no history."""
-        return LoopDetector._from_config(self._config, self._classifier)
+        return LoopDetector.from_settings(self.settings)
+
+    # The settings most code reads; every other one is on :attr:`settings`.
 
     @property
-    def max_strikes(self) -> int:
-        """Identical batches allowed in a row while their answers repeat."""
-        return self._config.max_strikes
+    def max_strikes(self) -> int | None:
+        """Identical batches allowed in a row while their answers repeat (``None``: off)."""
+        return self.settings.max_strikes
 
     @property
     def max_observation_steps(self) -> int | None:
         """The read-only allowance and state-changing ceiling (``None``: neither)."""
-        return self._config.max_observation_steps
+        return self.settings.max_observation_steps
 
     @property
     def max_cycle_period(self) -> int:
-        """Longest cycle looked for (0: cycles are not looked for)."""
-        return self._config.max_cycle_period
+        """Longest cycle looked for (below 2: cycles are not looked for)."""
+        return self.settings.max_cycle_period
 
     @property
     def max_cycle_laps(self) -> int:
         """Laps of a cycle allowed while every lap's answers repeat the previous lap's."""
-        return self._config.max_cycle_laps
+        return self.settings.max_cycle_laps
 
     @property
     def normalize_answers(self) -> bool:
         """Whether answers that differ only in incidental noise count as the same."""
-        return self._config.normalize_answers
+        return self.settings.normalize_answers
 
     @property
     def max_stagnation_steps(self) -> int | None:
         """Prose-stagnation threshold used by :meth:`scan` (``None``: off)."""
-        return self._config.max_stagnation_steps
+        return self.settings.max_stagnation_steps
+
+    def __repr__(self) -> str:
+        return f"LoopDetector({self.settings!r})"
 
     # --- the public, locked API ---------------------------------------------------------
 
@@ -229,30 +212,69 @@ class LoopDetector:
                 "check() needs at least one ToolCall: an empty batch is no call"
             )
         signature = batch_signature(calls)  # validates the elements
-        names = tuple(call.name for call in calls)
+        settings = self.settings
+        kept = tuple(c for c in calls if not settings.ignored(c.name))
+        if not settings.enabled or not kept:
+            # Off, or only ignored tools: a ticket that no run counts.
+            entry = HistoryEntry(signature, tuple(call.name for call in calls), False)
+            record = BatchRecord(self, -1, entry, 0, 0)
+            record._calls = tuple(calls)
+            return record
+        if len(kept) != len(calls):
+            signature = batch_signature(kept)
+        names = tuple(call.name for call in kept)
+        args = tuple(call.arguments for call in kept)
+        observation, costly = settings.classify(names, args)
         with self._lock:
-            record, error = self._admit(signature, names)
+            record, error = self._core.admit(signature, names, args, observation, costly)
+        record._calls = tuple(calls)
         if error is not None:
             raise error
         return record
 
-    def record_results(self, record: BatchRecord, digest: str | None) -> RepeatOutcome:
-        """Report the answers of a checked batch (a :func:`results_digest`, or ``None``).
+    def record_results(
+        self,
+        record: BatchRecord,
+        digest: str | None = None,
+        *,
+        answers: Sequence[object] | Mapping[str, object] | None = None,
+        error: bool | None = None,
+    ) -> RepeatOutcome:
+        """Report the answers of a checked batch: a :func:`results_digest` (or ``None``:
+        unknown), or the raw ``answers`` (one per call, or by call id) to digest here.
 
-        A record can be reported once; a second use, or a record from another
-        detector, raises :class:`BatchRecordError`.
+        ``error`` says whether the batch failed, when the caller knows (with
+        ``answers``). A record can be reported once; a second use, or a record from
+        another detector, raises :class:`BatchRecordError`. An answer-based signal these
+        answers trip refuses the next :meth:`check`.
         """
         if not isinstance(record, BatchRecord):
             raise BatchRecordError(f"expected a BatchRecord, got {type(record).__name__}")
-        if digest is not None and not isinstance(digest, str):
-            raise InvalidInputError(f"digest must be a str or None, not {type(digest).__name__}")
+        if answers is not None:
+            if digest is not None:
+                raise InvalidInputError("pass either a digest or answers=, not both")
+            calls = [c for c in record._calls if isinstance(c, ToolCall)]
+            digest = results_digest(calls, answers, error=error)
+        elif digest is not None and not is_digest(digest):
+            raise InvalidInputError(
+                f"digest must be made by results_digest(), got {digest!r}: "
+                "pass raw answers with record_results(record, answers=[...])"
+            )
+        if record._run < 0:  # the detector was off, or every call was ignored
+            if record._owner is not self:
+                raise BatchRecordError("this BatchRecord was issued by another LoopDetector")
+            if record._used:
+                raise BatchRecordError("this BatchRecord has already been recorded")
+            record._used = True
+            return RepeatOutcome.NOT_COMPARABLE
         with self._lock:
-            return self._record(record, digest)
+            outcome, _ = self._core.record(record, digest)
+        return outcome
 
     def break_run(self) -> None:
-        """End the run and forget the cycle history: a user turn came in."""
+        """End the run and forget its history: a user turn came in."""
         with self._lock:
-            self._break()
+            self._core.break_run()
 
     def scan(self, body: object) -> Verdict:
         """Walk a whole request body with these settings; see :func:`loopfuse.detector.scan`.
@@ -270,132 +292,3 @@ class LoopDetector:
         from loopfuse.detector.scan import scan_intent
 
         return scan_intent(intent, detector=self)
-
-    # --- the unlocked core, shared with the scanner --------------------------------------
-
-    def _break(self) -> None:
-        self._run += 1
-        self._key: object = None  # the current run's batch
-        self._total = 0  # its length
-        self._strikes = 0  # occurrences since its answers last moved
-        self._repeated = 0  # answers confirmed repeated since the strikes last restarted
-        self._last: tuple[int, Answers] | None = None  # (count, answers) last recorded
-        self._refused: LoopDetected | None = None  # the previous batch, if a refused cycle
-        self._history.clear()
-
-    def _admit(
-        self, key: object, names: tuple[str, ...], judge: bool = True
-    ) -> tuple[BatchRecord, LoopDetected | None]:
-        """Count a batch; with ``judge``, also decide whether it is refused.
-
-        The scanner replays earlier turns with ``judge=False``: their counting and history
-        are what later turns depend on, their own verdicts are never read.
-        """
-        observation, costly = self._classifier.classify_names(names)
-        same_batch = self._key is not None and key == self._key
-        retry = self._refused if same_batch else None
-        if same_batch:
-            self._total += 1
-            self._strikes += 1
-        else:
-            self._run += 1
-            self._key = key
-            self._total = self._strikes = 1
-            self._repeated = 0
-            self._last = None
-        entry = HistoryEntry(key, names, observation and not costly)
-        self._history.append(entry)
-        record = BatchRecord(self, self._run, entry, self._total, self._strikes)
-        record.observation = observation
-        record.costly = costly
-        error = self._judge(record, retry) if judge else None
-        if error is not None:
-            error.record = record
-        self._refused = error if error is not None and error.kind == "cycle" else None
-        return record, error
-
-    def _judge(self, record: BatchRecord, retry: LoopDetected | None) -> LoopDetected | None:
-        names = record.tool_names
-        eligible = record._entry.eligible
-        limit = self._allowance if eligible else self._config.max_strikes
-        ceiling_hit = not eligible and self._ceiling is not None and self._total > self._ceiling
-        strikes_hit = self._strikes > limit
-        if ceiling_hit or strikes_hit:
-            # The ceiling wins: it stands whatever the batch's own answer turns out to be.
-            record._basis = "ceiling" if ceiling_hit else "strikes"
-            count = self._total if ceiling_hit else self._strikes
-            # "Got the same result" only when every answer seen in the streak repeated.
-            same = strikes_hit and self._repeated >= max(1, self._strikes - 2)
-            message = repeat_message(names, count, same=same, moved=not strikes_hit)
-            return LoopDetected(
-                message, signature=record.signature, kind="repeat", count=count, tool_names=names
-            )
-        record.rescued = self._total > limit
-        hit = None
-        if self._config.max_cycle_period:
-            hit = find_cycle(
-                self._history,
-                self._config.max_cycle_period,
-                self._config.max_cycle_laps,
-                self._cycle_allowance,
-                self._config.normalize_answers,
-            )
-        if hit is not None:
-            record._cycle_ref = hit.previous
-            lap_names = tuple(name for e in hit.lap for name in e.names)
-            period, laps = hit.period, hit.laps
-        elif retry is not None and retry.record is not None:
-            # A refused cycle batch asked for again at once is still that cycle (repeats
-            # stay refused by themselves: their strikes keep growing).
-            record._cycle_ref = retry.record._cycle_ref
-            lap_names, period, laps = retry.tool_names, retry.period, retry.count + 1
-        else:
-            return None
-        record._basis = "cycle"
-        return LoopDetected(
-            cycle_message(lap_names, period, laps),
-            signature=record.signature,
-            kind="cycle",
-            count=laps,
-            tool_names=lap_names,
-            period=period,
-        )
-
-    def _record(self, record: BatchRecord, answers: Answers) -> RepeatOutcome:
-        if record._owner is not self:
-            raise BatchRecordError("this BatchRecord was issued by another LoopDetector")
-        if record._used:
-            raise BatchRecordError("this BatchRecord has already been recorded")
-        record._used = True
-        record._entry.answers = answers
-        if self._refused is not None and self._refused.record is record:
-            self._refused = None  # it ran after all: its answers now speak for it
-        if record._run != self._run:
-            return RepeatOutcome.NOT_THE_CURRENT_RUN
-        last = self._last
-        outcome = RepeatOutcome.NOT_COMPARABLE
-        if last is not None and last[0] == record.count - 1:
-            same = same_answers(last[1], answers, self._config.normalize_answers)
-            if same is True:
-                outcome = RepeatOutcome.ANSWER_REPEATED
-                self._repeated += 1
-            elif same is False:
-                outcome = RepeatOutcome.ANSWER_CHANGED
-        if last is None or record.count > last[0]:
-            self._last = (record.count, answers)
-        if outcome is RepeatOutcome.ANSWER_CHANGED:
-            # Progress: only the occurrences from this one on are strikes.
-            self._strikes = self._total - record.count + 1
-            self._repeated = 0
-        return outcome
-
-    def _refusal_stands(self, record: BatchRecord, outcome: RepeatOutcome) -> bool:
-        """After a refused batch ran anyway (a replayed transcript): was it still a loop?"""
-        if record._basis == "strikes":
-            return outcome is not RepeatOutcome.ANSWER_CHANGED
-        if record._basis == "cycle" and record._cycle_ref is not None:
-            same = same_answers(
-                record._cycle_ref.answers, record._entry.answers, self._config.normalize_answers
-            )
-            return same is not False
-        return True

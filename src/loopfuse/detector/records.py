@@ -1,25 +1,36 @@
-"""The values a :class:`~loopfuse.detector.detector.LoopDetector` hands out and keeps.
+"""The values a :class:`~loopfuse.detector.LoopDetector` hands out and keeps.
 
 :class:`BatchRecord` (the ticket from ``check`` to ``record_results``),
-:class:`RepeatOutcome`, :class:`LoopDetected` and the messages it carries, and the one
-rule for comparing two batches' answers.
+:class:`RepeatOutcome`, :class:`LoopDetected`, the history entry a run keeps per batch,
+and the one rule for comparing two batches' answers.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 from typing import Final, Protocol
 
-from loopfuse.detector.signature import same_digest
+from loopfuse.detector.digests import answers_part, digest_facts, same_digest
 from loopfuse.errors import LoopfuseError
 
 __all__ = [
+    "KINDS",
     "BatchRecord",
     "BatchRecordError",
     "LoopDetected",
     "RepeatOutcome",
 ]
+
+KINDS: Final = (
+    "repeat",
+    "cycle",
+    "error_streak",
+    "near_repeat",
+    "no_progress",
+    "error_storm",
+    "stagnation",
+)
+"""Every ``kind`` a :class:`LoopDetected` or a scan ``Verdict`` can carry (docs/detector.md)."""
 
 
 class RepeatOutcome(enum.Enum):
@@ -46,12 +57,15 @@ class BatchRecordError(LoopfuseError, ValueError):
 class LoopDetected(LoopfuseError):
     """The agent is repeating itself; ``message`` is written for the model.
 
-    ``kind`` is ``"repeat"`` (one batch again and again) or ``"cycle"`` (a lap of
-    ``period`` different batches again and again); ``count`` is how many times the
-    refused batch has now been asked for in the run (or laps, for a cycle);
-    ``signature`` is the refused batch's ``batch_signature``; ``tool_names`` the tools
-    involved; ``record`` lets a caller that runs the batch anyway still report its
-    answers.
+    ``kind`` names the signal (one of :data:`KINDS`): ``"repeat"`` (one batch again and
+    again), ``"cycle"`` (a lap of ``period`` different batches again and again),
+    ``"error_streak"`` (the same error whatever the calls), ``"near_repeat"`` (calls
+    that differ only slightly, with the same answer), ``"no_progress"`` (the same check
+    giving the same answer across edits) or ``"error_storm"`` (nearly every call
+    failing). ``count`` is how many times the pattern has now occurred (laps, for a
+    cycle); ``signature`` names what repeated (the refused batch's ``batch_signature``,
+    or ``answer:<hash>`` for a repeated answer); ``tool_names`` the tools involved;
+    ``record`` lets a caller that runs the batch anyway still report its answers.
 
     >>> err = LoopDetected("stop", signature="ls:00", kind="repeat", count=4)
     >>> err.kind, err.count, str(err)
@@ -85,6 +99,16 @@ class AnswersLike(Protocol):
     def same_as(self, other: object, normalize: bool) -> bool | None:
         """True/False when comparable with ``other``, ``None`` when not."""
 
+    @property
+    def facts(self) -> tuple[bool, bool]:
+        """``(some answer looks like an error, every answer says nothing)``."""
+
+    def detail(self) -> str | None:
+        """The text of the first answer, for a message (``None`` when not text)."""
+
+    def key(self) -> str:
+        """The normalised answers alone, whatever the calls (see :func:`answers_key`)."""
+
 
 Answers = str | AnswersLike | None
 
@@ -92,7 +116,9 @@ Answers = str | AnswersLike | None
 def same_answers(a: Answers, b: Answers, normalize: bool) -> bool | None:
     """True/False when both answers are known and comparable, ``None`` otherwise.
 
-    >>> [same_answers(a, b, True) for a, b in [("d1", "d1"), ("d1", "d2"), (None, "d1")]]
+    >>> from loopfuse.detector import ToolCall, results_digest
+    >>> d1, d2 = (results_digest([ToolCall("ls")], [t]) for t in ("a", "b"))
+    >>> [same_answers(a, b, True) for a, b in [(d1, d1), (d1, d2), (None, d1)]]
     [True, False, None]
     """
     if a is None or b is None:
@@ -102,16 +128,73 @@ def same_answers(a: Answers, b: Answers, normalize: bool) -> bool | None:
     return a.same_as(b, normalize)
 
 
+def answers_key(answers: Answers) -> str | None:
+    """A name of the normalised answers alone, equal for two batches — even of different
+    calls — that got the same answers; ``None`` when unknown."""
+    if answers is None:
+        return None
+    if isinstance(answers, str):
+        return answers_part(answers)
+    return answers.key()
+
+
+def same_answers_across(a: Answers, b: Answers) -> bool | None:
+    """Whether two batches, maybe of different calls, got the same (normalised) answers.
+
+    ``None`` when either is unknown.
+    """
+    key_a, key_b = answers_key(a), answers_key(b)
+    if key_a is None or key_b is None:
+        return None
+    return key_a == key_b
+
+
+def answer_facts(answers: Answers) -> tuple[bool, bool] | None:
+    """``(looks like an error, says nothing)`` of known answers; ``None`` when unknown."""
+    if answers is None:
+        return None
+    if isinstance(answers, str):
+        return digest_facts(answers)
+    return answers.facts
+
+
+def answer_detail(answers: Answers) -> str | None:
+    """The first answer's text when known (a digest does not carry it)."""
+    if answers is None or isinstance(answers, str):
+        return None
+    return answers.detail()
+
+
 class HistoryEntry:
-    """One checked batch: its key, tool names, answers, and whether it gets the allowance."""
+    """One checked batch as a run remembers it.
 
-    __slots__ = ("answers", "eligible", "key", "names")
+    ``key`` compares batches (a signature, or the scanner's lazy batch); ``args`` are the
+    calls' arguments (for telling near repeats); ``eligible`` says the batch gets the
+    read-only allowance; ``limit`` is its ``tool_limits`` cap; ``refused`` marks a batch
+    refused and never reported as run, which answer-based signals look through.
+    """
 
-    def __init__(self, key: object, names: tuple[str, ...], eligible: bool) -> None:
+    __slots__ = ("answers", "args", "eligible", "key", "limit", "names", "refused")
+
+    def __init__(
+        self,
+        key: object,
+        names: tuple[str, ...],
+        eligible: bool,
+        args: tuple[object, ...] = (),
+        limit: int | None = None,
+    ) -> None:
         self.key = key
         self.names = names
         self.eligible = eligible
+        self.args = args
+        self.limit = limit
         self.answers: Answers = None
+        self.refused = False
+
+    def facts(self) -> tuple[bool, bool] | None:
+        """:func:`answer_facts` of this batch's answers."""
+        return answer_facts(self.answers)
 
 
 def signature_of(key: object) -> str:
@@ -130,6 +213,7 @@ class BatchRecord:
 
     __slots__ = (
         "_basis",
+        "_calls",
         "_cycle_ref",
         "_entry",
         "_owner",
@@ -149,8 +233,9 @@ class BatchRecord:
         self._run = run
         self._entry = entry
         self._used = False
-        self._basis = ""  # why it was refused: "strikes", "ceiling", "cycle" or ""
+        self._basis = ""  # why it was refused: "strikes", "ceiling", "cycle", "signal" or ""
         self._cycle_ref: HistoryEntry | None = None
+        self._calls: tuple[object, ...] = ()  # the ToolCalls, for answers given raw
         self.count = count
         self.strikes = strikes
         self.observation = False
@@ -172,57 +257,3 @@ class BatchRecord:
             f"BatchRecord(signature={self.signature!r}, count={self.count}, "
             f"strikes={self.strikes}, rescued={self.rescued})"
         )
-
-
-def names_text(names: Iterable[str]) -> str:
-    """Tool names for a message: unique, back-quoted, at most four.
-
-    >>> names_text(["edit", "python", "edit"])
-    '`edit`, `python`'
-    """
-    unique = list(dict.fromkeys(name or "<unnamed>" for name in names))
-    return ", ".join(f"`{name}`" for name in unique[:4]) + (" …" if len(unique) > 4 else "")
-
-
-_ADVICE: Final = (
-    "Calling it again will not give a different answer: change the arguments, use a "
-    "different tool, or stop and say what is blocking you."
-)
-
-
-def repeat_message(names: tuple[str, ...], count: int, *, same: bool, moved: bool) -> str:
-    """The model-facing message for a refused repeat.
-
-    ``same``: every answer in the streak repeated; ``moved``: the answers kept changing
-    and the batch is refused only because it changes state and went past the ceiling.
-
-    >>> repeat_message(("find_file",), 4, same=True, moved=False)[:78]
-    'Loop detected: you called `find_file` with the same arguments 4 times in a row'
-    """
-    head = (
-        f"Loop detected: you called {names_text(names)} with the same arguments "
-        f"{count} times in a row"
-    )
-    if moved:
-        return (
-            head + ". Its results kept changing, but repeating the same call is not "
-            "converging: stop repeating it and try a different approach, or stop and say "
-            "what is blocking you."
-        )
-    if same:
-        return head + " and got the same result each time. " + _ADVICE
-    return head + ". " + _ADVICE
-
-
-def cycle_message(names: tuple[str, ...], period: int, laps: int) -> str:
-    """The model-facing message for a refused cycle.
-
-    >>> cycle_message(("edit", "python"), 2, 3)[:64]
-    'Loop detected: you are going round a cycle of 2 steps (`edit`, `'
-    """
-    return (
-        f"Loop detected: you are going round a cycle of {period} steps ({names_text(names)}) "
-        f"and this is lap {laps}; every lap got the same results as the lap before. Going "
-        "round again will not change them: change the arguments, use a different tool, or "
-        "stop and say what is blocking you."
-    )

@@ -1,12 +1,11 @@
 """``scan``: is this request — a whole replayed conversation — a lap of a loop?
 
 A proxy sees each request an agent sends, history included, and nothing else. ``scan``
-replays that history through a fresh :class:`~loopfuse.detector.detector.LoopDetector`
-(and a :class:`~loopfuse.detector.stagnation.StagnationDetector` for prose turns) and
-tells whether the conversation *ends* in a loop: the verdict is the one the detector
-gives the last assistant turn, with everything before it as evidence. A loop the agent
-has since left (another batch, or a user turn) is not reported. A refused batch that
-ran anyway and got a *new* answer (a poll that finally moved) is not reported either.
+replays that history through a fresh run (:mod:`loopfuse.detector.replay`) and tells
+whether the conversation *ends* in a loop: the verdict is the one the detector gives
+the last assistant turn, with everything before it as evidence. A loop the agent has
+since left (another batch, or a user turn) is not reported. A refused batch that ran
+anyway and got a *new* answer (a poll that finally moved) is not reported either.
 
 It walks the canonical intent (:func:`loopfuse.intent.extract_intent`), so every dialect
 is read the same way: ``user`` and ``system`` messages end the run (an Anthropic user
@@ -17,7 +16,7 @@ never count as progress. Junk never raises: a body that is not an LLM request, o
 JSON at all, passes.
 
 Only the turns that can change the verdict are replayed: the last assistant turn's run
-of identical batches and the detector's cycle history before it (or, for a prose turn,
+of identical batches and the run's bounded history before it (or, for a prose turn,
 the stagnation window). That gives the same verdict as replaying the whole conversation
 (``tests/test_detector_scan.py`` checks it on random conversations) at a cost that does
 not grow with the history.
@@ -25,30 +24,29 @@ not grow with the history.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Protocol
 
-from loopfuse.detector.detector import LoopDetector
-from loopfuse.detector.replay import (
-    OK,
-    Batch,
-    Verdict,
-    prose_text,
-    replay,
-    stagnation_verdict,
-)
+from loopfuse.detector.replay import OK, Verdict, replay, stagnation_verdict
+from loopfuse.detector.settings import DetectorSettings, default_settings
 from loopfuse.detector.stagnation import WINDOW_FACTOR, StagnationDetected, StagnationDetector
+from loopfuse.detector.transcript import Batch, prose_text
 from loopfuse.intent import extract_intent
 
-__all__ = ["OK", "Verdict", "scan", "scan_intent"]
-
-_DEFAULT_DETECTOR: Final = LoopDetector()
+__all__ = ["OK", "HasSettings", "Verdict", "scan", "scan_intent"]
 
 
-def scan(body: object, detector: LoopDetector | None = None) -> Verdict:
+class HasSettings(Protocol):
+    """Anything that carries detector settings (a :class:`~loopfuse.detector.LoopDetector`)."""
+
+    @property
+    def settings(self) -> DetectorSettings: ...
+
+
+def scan(body: object, detector: HasSettings | None = None) -> Verdict:
     """Whether the conversation in request ``body`` (any dialect) ends in a loop.
 
     Stateless; never raises. ``detector`` supplies the settings (its own state is not
-    used); the default is ``LoopDetector()``.
+    used); the default is ``LoopDetector()``'s.
 
     >>> def turn(i):  # the agent runs the same failing command again
     ...     return [
@@ -58,13 +56,13 @@ def scan(body: object, detector: LoopDetector | None = None) -> Verdict:
     ...         {"role": "tool", "tool_call_id": f"c{i}",
     ...          "content": f"bash: line {100 + i}: cd: fastjson/: No such file or directory"}]
     >>> body = {"model": "m", "messages": [{"role": "user", "content": "fix it"}]}
-    >>> body["messages"] += turn(1) + turn(2) + turn(3)
+    >>> body["messages"] += turn(1) + turn(2)
     >>> scan(body).ok
     True
-    >>> body["messages"] += turn(4)
+    >>> body["messages"] += turn(3)  # the same error again: refused a repeat earlier
     >>> verdict = scan(body)
     >>> verdict.ok, verdict.kind, verdict.count, verdict.index
-    (False, 'repeat', 4, 7)
+    (False, 'repeat', 3, 5)
     >>> scan(b"not json").ok
     True
     """
@@ -75,7 +73,7 @@ def scan(body: object, detector: LoopDetector | None = None) -> Verdict:
     return scan_intent(intent, detector)
 
 
-def scan_intent(intent: object, detector: LoopDetector | None = None) -> Verdict:
+def scan_intent(intent: object, detector: HasSettings | None = None) -> Verdict:
     """:func:`scan` for an intent already made by :func:`loopfuse.intent.extract_intent`.
 
     >>> scan_intent({"messages": [{"role": "user", "content": ["hi"]}]}).ok
@@ -89,12 +87,15 @@ def scan_intent(intent: object, detector: LoopDetector | None = None) -> Verdict
         messages = intent.get("messages")
         if type(messages) is not list:
             return OK
-        return _tail_verdict(messages, (detector or _DEFAULT_DETECTOR).fresh())
+        settings = default_settings() if detector is None else detector.settings
+        if not settings.enabled:
+            return OK
+        return _tail_verdict(messages, settings)
     except Exception:  # a guard must never break the request it guards
         return OK
 
 
-def _tail_verdict(messages: list[Any], det: LoopDetector) -> Verdict:
+def _tail_verdict(messages: list[Any], settings: DetectorSettings) -> Verdict:
     last = len(messages) - 1
     while last >= 0:
         message = messages[last]
@@ -109,23 +110,24 @@ def _tail_verdict(messages: list[Any], det: LoopDetector) -> Verdict:
         return OK
     calls = messages[last].get("tool_calls")
     if type(calls) is list and calls:
-        return _batch_tail(messages, last, Batch(calls), det)
-    return _prose_tail(messages, last, det)
+        return _batch_tail(messages, last, Batch(calls), settings)
+    return _prose_tail(messages, last, settings)
 
 
-def _batch_tail(messages: list[Any], last: int, final: Batch, det: LoopDetector) -> Verdict:
+def _batch_tail(
+    messages: list[Any], last: int, final: Batch, settings: DetectorSettings
+) -> Verdict:
     """Replay what the final batch's verdict depends on, and nothing more.
 
-    That is its run of identical batches (the repeat count and strikes), and — only when
-    the same batch also occurs up to ``max_cycle_period`` batches before that run, so
-    that a cycle is possible — the cycle history the detector keeps.
+    That is its run of identical batches (the repeat count and strikes) and the run's
+    history before it: the window the signals read, and the batch before the final one
+    with the window it read (its answers may have tripped a signal).
     """
-    period = det.max_cycle_period
-    need = det._history_len
-    run_start = last
+    need = settings.history_len + 1
     batches: dict[int, Batch] = {last: final}
     in_final_run = True
-    cycle_possible = False
+    before = 0  # batches before the final run
+    previous = last  # the batch just before the final one
     k = last - 1
     while k >= 0:
         message = messages[k]
@@ -135,29 +137,26 @@ def _batch_tail(messages: list[Any], last: int, final: Batch, det: LoopDetector)
                 break
             calls = message.get("tool_calls") if role == "assistant" else None
             if type(calls) is list and calls:
+                if previous == last:
+                    previous = k
                 batch = Batch(calls)
-                distance = len(batches)  # this batch is history[n - distance]
                 if in_final_run and batch == final:
-                    run_start = k
                     if batch.names == final.names:
                         batch = final  # one key object for the run: later compares are `is`
-                elif cycle_possible:
-                    if distance >= need:
-                        break
                 else:
                     in_final_run = False
-                    if distance > period:
-                        break  # no lap can come round to the final batch: no cycle
-                    cycle_possible = batch == final
+                    if before >= need:
+                        break
+                    before += 1
                 batches[k] = batch
         k -= 1
-    start = min(batches) if cycle_possible else run_start
-    return replay(messages, det, start, batches, judge_from=last)
+    start = min(batches)
+    return replay(messages, settings, start, batches, judge_from=last, signals_from=previous)
 
 
-def _prose_tail(messages: list[Any], last: int, det: LoopDetector) -> Verdict:
+def _prose_tail(messages: list[Any], last: int, settings: DetectorSettings) -> Verdict:
     """Replay the prose turns of the stagnation window (turns with tool calls don't count)."""
-    steps = det.max_stagnation_steps
+    steps = settings.max_stagnation_steps
     if steps is None:
         return OK
     window = max(1, steps * WINDOW_FACTOR)

@@ -31,6 +31,7 @@ __all__ = [
     "is_observation_batch",
     "is_observation_tool",
     "name_words",
+    "own_name",
 ]
 
 DEFAULT_OBSERVATION_TOOLS: Final[tuple[str, ...]] = (
@@ -94,6 +95,16 @@ def name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     split = _WORDS.findall(_CAMEL.sub(r"\1_\2", name).lower())
     own_words = _WORDS.findall(_CAMEL.sub(r"\1_\2", own).lower())
     return tuple(split), tuple(own_words)
+
+
+def own_name(name: str) -> str:
+    """A tool's own name, without its namespace.
+
+    >>> own_name("mcp__deploy__deploy_app"), own_name("fs.readFile"), own_name("bash")
+    ('deploy_app', 'readFile', 'bash')
+    """
+    parts = [part for part in _NAMESPACE.split(name) if part]
+    return parts[-1] if parts else name
 
 
 def _compile(patterns: Iterable[str], what: str) -> tuple[tuple[str, ...], ...]:

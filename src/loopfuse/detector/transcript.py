@@ -1,0 +1,262 @@
+"""A canonical conversation's tool calls and results, as a detector compares them.
+
+:class:`Batch` and :class:`BatchAnswers` let a :class:`~loopfuse.detector.core.RunCore`
+compare the tool calls and results of a transcript lazily: arguments are compared with
+Python's ``==`` first and hashed to a canonical signature only when they look equal,
+answers are compared as they are and normalised only when they differ. Tool results are
+joined to their calls by the intent's ``"call"`` index (:func:`answers_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from blake3 import blake3
+
+from loopfuse.detector.answers import is_contentless, looks_like_error, normalize_answer
+from loopfuse.detector.signature import call_signature
+from loopfuse.errors import InvalidInputError
+from loopfuse.intent import canonical_json
+
+__all__ = ["Batch", "BatchAnswers", "answers_of", "prose_text", "tool_run_end"]
+
+_DETAIL_CHARS: Final = 2000
+
+
+class Batch:
+    """The calls of one assistant turn, compared cheaply and hashed only when equal."""
+
+    __slots__ = ("_signature", "args", "names")
+
+    def __init__(self, calls: list[Any]) -> None:
+        self._signature: str | None = None
+        if len(calls) == 1 and type(calls[0]) is dict:  # the common case, made cheap
+            name = calls[0].get("name")
+            self.names: tuple[str, ...] = (name if type(name) is str else "",)
+            self.args: list[object] = [calls[0].get("arguments")]
+            return
+        names: list[str] = []
+        args: list[object] = []
+        for call in calls:
+            if type(call) is dict:
+                name = call.get("name")
+                names.append(name if type(name) is str else "")
+                args.append(call.get("arguments"))
+            else:
+                names.append("")
+                args.append(call)
+        self.names = tuple(names)
+        self.args = args
+
+    @property
+    def signature(self) -> str:
+        if self._signature is None:
+            self._signature = "|".join(
+                sorted(_safe_signature(n, a) for n, a in zip(self.names, self.args, strict=True))
+            )
+        return self._signature
+
+    def call_signatures(self) -> list[str]:
+        return [_safe_signature(n, a) for n, a in zip(self.names, self.args, strict=True)]
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Batch):
+            return NotImplemented
+        if len(self.names) == 1:
+            if self.names != other.names or self.args[0] != other.args[0]:
+                return False
+            if _only_text(self.args[0]):
+                return True  # text compares exactly: no need to hash
+        elif sorted(self.names) != sorted(other.names):
+            return False
+        # Python's == says 1 == True == 1.0; the canonical signature has the last word.
+        return self.signature == other.signature
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _only_text(arguments: object) -> bool:
+    """True for text, or an object of text values (most tool calls): where ``==`` is exact."""
+    if type(arguments) is str:
+        return True
+    if type(arguments) is dict:
+        return all(type(value) is str for value in arguments.values())
+    return False
+
+
+def _safe_signature(name: str, arguments: object) -> str:
+    try:
+        return call_signature(name, {} if arguments is None else arguments)
+    except (InvalidInputError, RecursionError, ValueError):
+        return f"{name}:{id(arguments):x}"  # never equal to another call: no false loop
+
+
+def _plain_part(part: object) -> object:
+    """One result part, comparable exactly: text as text, anything else as canonical JSON."""
+    if type(part) is str:
+        return part
+    if type(part) is dict and part.get("type") == "json":
+        value = part.get("value")
+        if type(value) is str:
+            return value  # a JSON string result *is* text (Gemini wraps results in JSON)
+        part = value
+    try:
+        return ("json", canonical_json(part))
+    except (InvalidInputError, RecursionError, ValueError):
+        return ("repr", repr(part))
+
+
+def _normal_part(part: object) -> object:
+    plain = _plain_part(part)
+    if type(plain) is str:
+        return normalize_answer(plain)
+    if type(plain) is tuple and plain[0] == "json":
+        return ("json", normalize_answer(plain[1].decode("utf-8", "surrogatepass")))
+    return plain
+
+
+class BatchAnswers:
+    """The tool results of one batch, each the canonical content of its tool message."""
+
+    __slots__ = ("_facts", "_normal", "_plain", "batch", "items")
+
+    def __init__(self, batch: Batch, items: list[tuple[list[Any], bool]]) -> None:
+        self.batch = batch
+        self.items = items
+        self._plain: tuple[object, ...] | None = None
+        self._normal: tuple[object, ...] | None = None
+        self._facts: tuple[bool, bool] | None = None
+
+    @property
+    def facts(self) -> tuple[bool, bool]:
+        """``(some answer looks like an error, every answer says nothing)``."""
+        if self._facts is None:
+            error = False
+            empty = True
+            for content, is_error in self.items:
+                text = _text_of(content)
+                error = error or is_error or looks_like_error(text)
+                empty = empty and not is_error and is_contentless(text)
+            self._facts = (error, empty)
+        return self._facts
+
+    def detail(self) -> str | None:
+        """The first answer's text (clipped), for a message."""
+        text = _text_of(self.items[0][0]) if self.items else ""
+        return text[:_DETAIL_CHARS] or None
+
+    def key(self) -> str:
+        """The normalised answers alone, whatever the calls: 16 hex digits, equal to the
+        ``answers`` part of a :func:`~loopfuse.detector.results_digest` of the same text."""
+        hashes = []
+        for content, _ in self.items:
+            if len(content) == 1 and type(content[0]) is str:
+                material = b"t" + normalize_answer(content[0]).encode("utf-8", "surrogatepass")
+            else:
+                forms = repr(tuple(_normal_part(part) for part in content))
+                material = b"p" + forms.encode("utf-8", "surrogatepass")
+            hashes.append(blake3(material).digest(16))
+        hashes.sort()
+        return blake3(b"".join(hashes)).hexdigest(length=8)
+
+    def _forms(self, form: Callable[[object], object]) -> tuple[object, ...]:
+        per_call = [
+            (tuple(form(part) for part in content), is_error) for content, is_error in self.items
+        ]
+        if len(per_call) == 1:
+            return tuple(per_call)
+        # Pair each answer with its call, so that call order does not matter.
+        keyed = sorted(
+            zip(self.batch.call_signatures(), per_call, strict=True),
+            key=lambda pair: (pair[0], repr(pair[1])),
+        )
+        return tuple(answer for _, answer in keyed)
+
+    def plain(self) -> tuple[object, ...]:
+        """The answers, each part as text or canonical JSON, in canonical call order."""
+        if self._plain is None:
+            self._plain = self._forms(_plain_part)
+        return self._plain
+
+    def normal(self) -> tuple[object, ...]:
+        """:meth:`plain` with incidental noise normalised away."""
+        if self._normal is None:
+            self._normal = self._forms(_normal_part)
+        return self._normal
+
+    def same_as(self, other: object, normalize: bool) -> bool | None:
+        """Whether ``other`` holds the same answers (``None``: not comparable)."""
+        if not isinstance(other, BatchAnswers) or len(other.items) != len(self.items):
+            return None
+        if len(self.items) == 1 and self.items == other.items and _all_text(self.items[0][0]):
+            return True  # the common case: one result, the very same text
+        if self.plain() == other.plain():
+            return True
+        if not normalize:
+            return False
+        return self.normal() == other.normal()
+
+
+def _text_of(content: list[Any]) -> str:
+    """A result's text parts joined (other parts as canonical JSON)."""
+    if len(content) == 1 and type(content[0]) is str:
+        return content[0]
+    out = []
+    for part in content:
+        plain = _plain_part(part)
+        if type(plain) is str:
+            out.append(plain)
+        elif type(plain) is tuple and plain[0] == "json":
+            out.append(plain[1].decode("utf-8", "surrogatepass"))
+    return "\n".join(out)
+
+
+def _all_text(content: list[Any]) -> bool:
+    return all(type(part) is str for part in content)
+
+
+def answers_of(batch: Batch, messages: list[Any], start: int, stop: int) -> BatchAnswers | None:
+    """The results of ``batch`` in ``messages[start:stop]``, or ``None`` if not all linked."""
+    n = len(batch.names)
+    if n == 1 and stop - start == 1:  # the common case: one call, one result
+        message = messages[start]
+        if message.get("call") != 0 or type(message.get("call")) is not int:
+            return None
+        content = message.get("content")
+        parts = content if type(content) is list else [content]
+        return BatchAnswers(batch, [(parts, bool(message.get("is_error")))])
+    slots: list[tuple[list[Any], bool] | None] = [None] * n
+    for k in range(start, stop):
+        message = messages[k]
+        call = message.get("call")
+        if type(call) is not int or not 0 <= call < n or slots[call] is not None:
+            return None  # unlinkable, out of range, or linked twice: unknown answers
+        content = message.get("content")
+        slots[call] = (
+            content if type(content) is list else [content],
+            bool(message.get("is_error")),
+        )
+    if any(slot is None for slot in slots):
+        return None
+    return BatchAnswers(batch, slots)  # type: ignore[arg-type]
+
+
+def prose_text(content: object) -> str:
+    if type(content) is not list:
+        return content if type(content) is str else ""
+    return "\n".join(part for part in content if type(part) is str)
+
+
+def tool_run_end(messages: list[Any], start: int) -> int:
+    """Index after the ``tool`` messages that follow ``messages[start - 1]``."""
+    n = len(messages)
+    j = start
+    while j < n:
+        message = messages[j]
+        if type(message) is not dict or message.get("role") != "tool":
+            break
+        j += 1
+    return j

@@ -300,6 +300,9 @@ def _any_of(*needed: str) -> Guard:
 _NO_OUTPUT_FILE: Final = _none_of("-o", "--output")
 _SORT_LONG: Final = _none_of("--output", "--compress-program")
 _SORT_SHORT: Final = _short_cluster_has("o", "kStT")  # -o FILE, possibly as in "-ro"
+_TREE_SHORT: Final = _short_cluster_has("R", "LPIoHT")
+_SS_LONG: Final = _none_of("--kill")
+_SS_SHORT: Final = _short_cluster_has("K", "AfFN")
 
 PROGRAM_GUARDS: Final[dict[str, Guard]] = {
     "find": _find,
@@ -310,10 +313,12 @@ PROGRAM_GUARDS: Final[dict[str, Guard]] = {
     "sort": lambda args: _SORT_LONG(args) and _SORT_SHORT(args),
     "uniq": _positionals_at_most(1, "-f -s -w --skip-fields --skip-chars --check-chars"),
     "less": _none_of("-o", "-O", "--log-file", "--LOG-FILE", "+"),
-    "tree": _NO_OUTPUT_FILE,
+    # -o writes a file; -R runs tree again in each directory with "-o 00Tree.html"
+    "tree": lambda args: _NO_OUTPUT_FILE(args) and _TREE_SHORT(args),
     "file": _none_of("-C", "--compile"),
     "rg": _none_of("--pre"),
     "ag": _none_of("--pager"),
+    "ss": lambda args: _SS_LONG(args) and _SS_SHORT(args),  # -K / --kill closes sockets
     "tee": _tee,
     "date": _date,
     "set": _set,

@@ -37,34 +37,23 @@ CommandTable = dict[str, tuple[tuple[str, ...], ...]]
 Inner = int | str | bool
 
 _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+# Variables that make a reading program run or load something else (a pager, an editor,
+# a browser, a preprocessor, a library, a startup file, another PATH): assigning one in
+# front of a command makes the command unreadable. A pager may still be set to a pager.
+_RISKY_VARIABLE: Final = re.compile(
+    r"(?:PATH|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|PS4|IFS|RIPGREP_CONFIG_PATH"
+    r"|(?:LD|DYLD|BASH_FUNC|GIT|LESS)\w*|\w*(?:PAGER|EDITOR|VISUAL|BROWSER|_COMMAND))\+?="
+)
+_PAGER_ASSIGNMENT: Final = re.compile(r"\w*PAGER=(?:cat|less|more)?")
 _TRUSTED_DIRS: Final = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"})
 _SHELLS: Final = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
 _SHELL_FLAGS: Final = frozenset("lexuvco")
 # xargs appends words read from its input, which nobody has seen: only programs that stay
 # read-only whatever options and files they are given may run under it.
 _XARGS_SAFE: Final = frozenset(
-    [
-        "cat",
-        "head",
-        "tail",
-        "grep",
-        "egrep",
-        "fgrep",
-        "wc",
-        "ls",
-        "stat",
-        "md5sum",
-        "sha1sum",
-        "sha256sum",
-        "sha512sum",
-        "echo",
-        "basename",
-        "dirname",
-        "realpath",
-        "readlink",
-        "du",
-    ]
-)
+    ("cat", "head", "tail", "grep", "egrep", "fgrep", "wc", "ls", "stat", "md5sum", "sha1sum",
+     "sha256sum", "sha512sum", "echo", "basename", "dirname", "realpath", "readlink", "du")
+)  # fmt: skip
 
 
 def compile_commands(entries: Iterable[str], setting: str = "read_only_commands") -> CommandTable:
@@ -105,12 +94,23 @@ def line_is_read_only(text: str, table: CommandTable, depth: int = 0) -> bool:
 def _command_is_read_only(argv: list[str], table: CommandTable, depth: int) -> bool:
     start = 0
     while start < len(argv) and (argv[start] == "!" or _ASSIGNMENT.match(argv[start])):
+        if not _assignment_is_harmless(argv[start]):
+            return False
         start += 1
     if not argv:
         return True  # only safe redirections ("< f")
     if start == len(argv):
         return False  # "X=1" alone sets a variable of the shell
     return _argv_is_read_only(argv[start:], table, depth)
+
+
+def _assignment_is_harmless(word: str) -> bool:
+    """``LANG=C`` and ``GIT_PAGER=cat`` are; ``PATH=…``, ``LD_PRELOAD=…``, ``PAGER=sh`` not.
+
+    >>> [_assignment_is_harmless(w) for w in ("LANG=C", "GIT_PAGER=cat", "PAGER=./x", "!")]
+    [True, True, False, True]
+    """
+    return not _RISKY_VARIABLE.match(word) or bool(_PAGER_ASSIGNMENT.fullmatch(word))
 
 
 def _program(word: str) -> str:
@@ -271,6 +271,8 @@ def _env(argv: Sequence[str], i: int) -> Inner:
     if start is None:
         return False  # -S splits a string into a command line: not read here
     while start < len(argv) and _ASSIGNMENT.match(argv[start]):
+        if not _assignment_is_harmless(argv[start]):
+            return False
         start += 1
     return _runs(argv, start, True)
 

@@ -1,0 +1,320 @@
+"""Whether a command line only reads: wrappers, sub-commands and the configured list.
+
+:func:`line_is_read_only` reads a line into simple commands (:mod:`._shell_lex`) and asks
+of each: after its ``NAME=value`` assignments and ``!``, and through the wrappers that
+only run another command (``timeout``, ``nice``, ``time``, ``env``, ``command``,
+``stdbuf``, ``xargs``, ``watch``, ``bash -c``), is it a configured read-only program or
+sub-command whose arguments pass its guard (:mod:`._shell_programs`)? Command lines given
+to ``bash -c`` or ``watch`` are read again, at most :data:`MAX_NESTING` levels deep, so the
+work stays linear in the length of the outer line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final
+
+from loopfuse.detector._shell_lex import read_commands
+from loopfuse.detector._shell_programs import (
+    OPTION_SPECS,
+    PROGRAM_GUARDS,
+    SUB_COMMAND_GUARDS,
+)
+from loopfuse.errors import ConfigError
+
+__all__ = ["MAX_NESTING", "CommandTable", "compile_commands", "line_is_read_only"]
+
+MAX_NESTING: Final = 2
+"""How many ``bash -c '…'`` / ``watch '…'`` levels are read; a deeper one is unreadable."""
+
+CommandTable = dict[str, tuple[tuple[str, ...], ...]]
+"""Program -> the sub-command word sequences that are read-only (``()``: any use)."""
+
+# A wrapper gives back where in the argv the program it runs starts, a command line it
+# runs through a shell, or a decision (True: it runs nothing, e.g. "env" alone; False: it
+# cannot be read).
+Inner = int | str | bool
+
+_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+# Variables that make a reading program run or load something else (a pager, an editor,
+# a browser, a preprocessor, a library, a startup file, another PATH): assigning one in
+# front of a command makes the command unreadable. A pager may still be set to a pager.
+_RISKY_VARIABLE: Final = re.compile(
+    r"(?:PATH|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|PS4|IFS|RIPGREP_CONFIG_PATH"
+    r"|(?:LD|DYLD|BASH_FUNC|GIT|LESS)\w*|\w*(?:PAGER|EDITOR|VISUAL|BROWSER|_COMMAND))\+?="
+)
+_PAGER_ASSIGNMENT: Final = re.compile(r"\w*PAGER=(?:cat|less|more)?")
+_TRUSTED_DIRS: Final = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"})
+_SHELLS: Final = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
+_SHELL_FLAGS: Final = frozenset("lexuvco")
+# xargs appends words read from its input, which nobody has seen: only programs that stay
+# read-only whatever options and files they are given may run under it.
+_XARGS_SAFE: Final = frozenset(
+    ("cat", "head", "tail", "grep", "egrep", "fgrep", "wc", "ls", "stat", "md5sum", "sha1sum",
+     "sha256sum", "sha512sum", "echo", "basename", "dirname", "realpath", "readlink", "du")
+)  # fmt: skip
+
+
+def compile_commands(entries: Iterable[str], setting: str = "read_only_commands") -> CommandTable:
+    """The lookup table for read-only command entries such as ``"cat"`` or ``"git log"``.
+
+    >>> compile_commands(["cat", "git log", "git  show"])
+    {'cat': ((),), 'git': (('log',), ('show',))}
+    >>> compile_commands("cat", "commands")
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: commands must be a collection of commands, not a single str
+    """
+    if isinstance(entries, str):
+        raise ConfigError(f"{setting} must be a collection of commands, not a single str")
+    table: dict[str, list[tuple[str, ...]]] = {}
+    try:
+        for entry in entries:
+            if not isinstance(entry, str):
+                raise ConfigError(f"{setting} must hold str commands, got {type(entry).__name__}")
+            words = entry.split()
+            if not words:
+                raise ConfigError(f"{setting} entry {entry!r} names no program")
+            subs = table.setdefault(words[0], [])
+            if tuple(words[1:]) not in subs:
+                subs.append(tuple(words[1:]))
+    except TypeError as error:
+        raise ConfigError(f"{setting} must be a collection of commands: {error}") from None
+    return {program: tuple(subs) for program, subs in table.items()}
+
+
+def line_is_read_only(text: str, table: CommandTable, depth: int = 0) -> bool:
+    """True when every simple command of ``text`` is read-only under ``table``."""
+    if depth > MAX_NESTING:
+        return False
+    return read_commands(text, lambda argv: _command_is_read_only(argv, table, depth))
+
+
+def _command_is_read_only(argv: list[str], table: CommandTable, depth: int) -> bool:
+    start = 0
+    while start < len(argv) and (argv[start] == "!" or _ASSIGNMENT.match(argv[start])):
+        if not _assignment_is_harmless(argv[start]):
+            return False
+        start += 1
+    if not argv:
+        return True  # only safe redirections ("< f")
+    if start == len(argv):
+        return False  # "X=1" alone sets a variable of the shell
+    return _argv_is_read_only(argv[start:], table, depth)
+
+
+def _assignment_is_harmless(word: str) -> bool:
+    """``LANG=C`` and ``GIT_PAGER=cat`` are; ``PATH=…``, ``LD_PRELOAD=…``, ``PAGER=sh`` not.
+
+    >>> [_assignment_is_harmless(w) for w in ("LANG=C", "GIT_PAGER=cat", "PAGER=./x", "!")]
+    [True, True, False, True]
+    """
+    return not _RISKY_VARIABLE.match(word) or bool(_PAGER_ASSIGNMENT.fullmatch(word))
+
+
+def _program(word: str) -> str:
+    """``/usr/bin/cat`` is ``cat``; ``./cat`` stays ``./cat`` (a script of that name)."""
+    directory, _, name = word.rpartition("/")
+    return name if directory in _TRUSTED_DIRS else word
+
+
+def _argv_is_read_only(argv: list[str], table: CommandTable, depth: int) -> bool:
+    i = 0  # argv[i] is the program; a wrapper moves i to the program it runs
+    while i < len(argv):
+        program = _program(argv[i])
+        wrapper = _WRAPPERS.get(program)
+        if wrapper is None:
+            return _program_is_read_only(program, argv[i + 1 :], table)
+        inner = wrapper(argv, i + 1)
+        if isinstance(inner, bool):
+            return inner
+        if isinstance(inner, str):
+            return line_is_read_only(inner, table, depth + 1)
+        if program == "xargs" and _program(argv[inner]) not in _XARGS_SAFE:
+            return False
+        i = inner
+    return False
+
+
+def _program_is_read_only(program: str, args: list[str], table: CommandTable) -> bool:
+    subs = table.get(program)
+    if subs is None:
+        return False
+    guard = PROGRAM_GUARDS.get(program)
+    if guard is not None and not guard(args):
+        return False
+    if () in subs:
+        return True
+    words, rest = _sub_command(program, args, max(len(sub) for sub in subs))
+    for sub in subs:
+        if tuple(words[: len(sub)]) == sub:
+            sub_guard = SUB_COMMAND_GUARDS.get((program, *sub))
+            return sub_guard is None or sub_guard(args[rest[len(sub) - 1] :])
+    return False
+
+
+def _sub_command(program: str, args: list[str], limit: int) -> tuple[list[str], list[int]]:
+    """The first ``limit`` sub-command words of ``args`` and, for each, the index just
+    after it. Known global options (``git -C dir``) are skipped; after an unknown one the
+    words stop, so nothing is matched that the program might read as an option's value."""
+    path: tuple[str, ...] = (program,)
+    words: list[str] = []
+    ends: list[int] = []
+    i = 0
+    while i < len(args) and len(words) < limit:
+        arg = args[i]
+        spec = OPTION_SPECS.get(path)
+        if spec is not None and arg.startswith("-"):
+            flags, values = spec
+            name = arg.split("=", 1)[0]
+            if arg in flags or (name in values and "=" in arg):
+                i += 1
+            elif arg in values:
+                i += 2
+            else:
+                break
+            continue
+        words.append(arg)
+        path = (*path, arg)
+        i += 1
+        ends.append(i)
+    return words, ends
+
+
+class _Options:
+    """A wrapper's options: flags, options taking the next word (or ``--name=v``, ``-xV``)
+    as their value, and options taking an attached value only (``-i{}``, ``-d``)."""
+
+    __slots__ = ("flags", "optional", "values")
+
+    def __init__(self, flags: str, values: str = "", optional: str = "") -> None:
+        self.flags = frozenset(flags.split())
+        self.values = frozenset(values.split())
+        self.optional = tuple(optional.split())
+
+    def skip(self, argv: Sequence[str], i: int) -> int | None:
+        """Index of the first word after the options from ``argv[i]`` on, or None for an
+        option not listed."""
+        while i < len(argv):
+            arg = argv[i]
+            if arg == "--":
+                return i + 1
+            if not arg.startswith("-") or arg == "-":
+                return i
+            if arg in self.flags or (self.optional and arg.startswith(self.optional)):
+                i += 1
+            elif arg in self.values:
+                i += 2
+            elif arg.split("=", 1)[0] in self.values or (arg[:2] in self.values and arg[1] != "-"):
+                i += 1
+            else:
+                return None
+        return i
+
+
+def _runs(argv: Sequence[str], start: int | None, nothing: bool = False) -> Inner:
+    """The index of the program a wrapper runs; ``nothing`` when it runs none."""
+    if start is None:
+        return False
+    return start if start < len(argv) else nothing
+
+
+_TIMEOUT: Final = _Options(
+    "--preserve-status --foreground -v --verbose", "-s --signal -k --kill-after"
+)
+_NICE: Final = _Options("", "-n --adjustment")
+_TIME: Final = _Options("-p --portability -v --verbose -q --quiet", "-f --format")
+_COMMAND: Final = _Options("-p")
+_STDBUF: Final = _Options("", "-i -o -e --input --output --error")
+_ENV: Final = _Options("-i --ignore-environment -0 --null -v --debug", "-u --unset -C --chdir")
+_XARGS: Final = _Options(
+    "-0 --null -r --no-run-if-empty -t --verbose -p --interactive -x --exit -o --open-tty",
+    "-I -n --max-args -L --max-lines -P --max-procs -d --delimiter -s --max-chars -E -a --arg-file",
+    "-i -l -e --replace --eof",
+)
+_WATCH: Final = _Options(
+    "-t --no-title -b --beep -e --errexit -g --chgexit -c --color -C --no-color -p --precise "
+    "-w --no-wrap -x --exec -r --no-rerun",
+    "-n --interval -q --equexit",
+    "-d --differences",
+)
+
+
+def _timeout(argv: Sequence[str], i: int) -> Inner:
+    start = _TIMEOUT.skip(argv, i)
+    return False if start is None else _runs(argv, start + 1)  # the duration comes first
+
+
+def _nice(argv: Sequence[str], i: int) -> Inner:
+    if i < len(argv) and re.fullmatch(r"-[0-9]+", argv[i]):
+        return _runs(argv, i + 1, True)
+    return _runs(argv, _NICE.skip(argv, i), True)
+
+
+def _time(argv: Sequence[str], i: int) -> Inner:
+    return _runs(argv, _TIME.skip(argv, i), True)
+
+
+def _command(argv: Sequence[str], i: int) -> Inner:
+    if any(arg in ("-v", "-V") for arg in argv[i : i + 2]):
+        return True  # "command -v git" looks a name up
+    return _runs(argv, _COMMAND.skip(argv, i))
+
+
+def _stdbuf(argv: Sequence[str], i: int) -> Inner:
+    return _runs(argv, _STDBUF.skip(argv, i))
+
+
+def _env(argv: Sequence[str], i: int) -> Inner:
+    start = _ENV.skip(argv, i)
+    if start is None:
+        return False  # -S splits a string into a command line: not read here
+    while start < len(argv) and _ASSIGNMENT.match(argv[start]):
+        if not _assignment_is_harmless(argv[start]):
+            return False
+        start += 1
+    return _runs(argv, start, True)
+
+
+def _xargs(argv: Sequence[str], i: int) -> Inner:
+    return _runs(argv, _XARGS.skip(argv, i), True)  # alone, xargs runs echo
+
+
+def _watch(argv: Sequence[str], i: int) -> Inner:
+    start = _WATCH.skip(argv, i)
+    if start is None or start >= len(argv):
+        return False
+    if any(arg in ("-x", "--exec") for arg in argv[i:start]):
+        return start
+    return " ".join(argv[start:])  # watch hands its words to "sh -c"
+
+
+def _shell(argv: Sequence[str], i: int) -> Inner:
+    """``bash -lc 'cmd'``: the command line; any other use of a shell runs a script."""
+    while i < len(argv):
+        arg = argv[i]
+        letters = arg[1:]
+        if arg in ("--login", "--norc", "--noprofile", "--posix"):
+            i += 1
+        elif arg[:1] not in ("-", "+") or not letters or not _SHELL_FLAGS.issuperset(letters):
+            break
+        elif "c" in letters and arg[0] == "-":
+            # "-c" takes the next word as the command line; "-co" would be ambiguous
+            return argv[i + 1] if i + 1 < len(argv) and "o" not in letters else False
+        else:  # "-o pipefail" and "-euo pipefail" take the option's name next
+            i += 2 if letters.endswith("o") else 1
+    return False
+
+
+_WRAPPERS: Final[dict[str, Callable[[Sequence[str], int], Inner]]] = {
+    "timeout": _timeout,
+    "nice": _nice,
+    "time": _time,
+    "command": _command,
+    "stdbuf": _stdbuf,
+    "env": _env,
+    "xargs": _xargs,
+    "watch": _watch,
+    **dict.fromkeys(_SHELLS, _shell),
+}

@@ -1,0 +1,486 @@
+"""The shell classifier: which tools are shells, which command lines only read.
+
+The command lines are written for these tests (none is copied from a trajectory). Hostile
+input, fuzzing and the cost of reading are in test_detector_shell_hostile.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from loopfuse.detector.shell import (
+    DEFAULT_READ_ONLY_COMMANDS,
+    DEFAULT_SHELL_TOOLS,
+    MAX_COMMAND_LENGTH,
+    ShellClassifier,
+    classify_call,
+    command_of,
+    is_read_only_command,
+    is_shell_tool,
+)
+from loopfuse.errors import ConfigError
+
+READ_ONLY = [
+    # the healthy polls of issue #13
+    "tail -5 build.log",
+    "gh run view 4242",
+    "sleep 60 && tail -n 3 train.log",
+    "kubectl get pods -l app=web",
+    # reading files
+    "cat setup.py",
+    "head -n 40 src/app/models.py",
+    "tail -f /var/log/app.log",
+    "less README.md",
+    "more CHANGELOG.md",
+    "ls -la",
+    "ls -R src | wc -l",
+    "tree -L 2 src",
+    "find . -name '*.py' -newer setup.py",
+    "find src \\( -name '*.py' -o -name '*.pyi' \\) -print",
+    "grep -rn 'def handler' src/",
+    'grep -n ";;" scripts/build.sh',
+    "egrep -c 'ERROR|WARN' app.log",
+    "rg -n --type py 'TODO'",
+    "ag --python retry src",
+    "wc -l src/*.py",
+    "stat -c %s dist/app.whl",
+    "file bin/tool",
+    "du -sh node_modules",
+    "df -h /",
+    "nl -ba src/app/views.py | sed -n '120,160p'",
+    "sed -n '10,20p' src/app/forms.py",
+    "sed -n -e '1p' -e '$p' data.csv",
+    "sed '/^#/d;s/  */ /g' config.ini",
+    "awk -F, '{print $2}' data.csv | sort | uniq -c | sort -rn | head",
+    "awk 'NR >= 10 && NR <= 20' app.py",
+    "cut -d: -f1 /etc/passwd",
+    "tr -d '\\r' < notes.txt",
+    "column -t -s, data.csv",
+    "jq '.items[] | .name' response.json",
+    "diff -u old.txt new.txt",
+    "cmp a.bin b.bin",
+    "sha256sum dist/*.tar.gz",
+    "md5sum model.bin",
+    "realpath ../data",
+    "basename /a/b/c.txt && dirname /a/b/c.txt",
+    "readlink -f current",
+    "sort -u names.txt",
+    "uniq -c sorted.txt",
+    "cat app.log | tee /dev/null",
+    # the shell and the machine
+    "pwd",
+    "cd /repo && git status",
+    "cd /repo\ngit log --oneline -5\n",
+    "echo done",
+    "printf '%s\\n' ok",
+    "echo 'a > b; rm -rf x'",
+    "echo ';' harmless",
+    "true",
+    "test -f out.log && cat out.log",
+    "[ -d build ] && ls build",
+    "[[ -f x ]] || echo missing",
+    "! grep -q ERROR app.log",
+    "ps aux | grep python | grep -v grep",
+    "pgrep -f train.py",
+    "top -b -n 1 | head -20",
+    "free -m",
+    "uptime",
+    "date +%s",
+    "whoami; id; uname -a",
+    "which python3",
+    "type pytest",
+    "env",
+    "printenv PATH",
+    "nproc",
+    "nvidia-smi",
+    "nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv",
+    "squeue -u alice",
+    "set -euo pipefail; tail -n 20 train.log",
+    "FOO=1 BAR=2 ls",
+    "LANG=C LC_ALL=C sort names.txt",
+    "GIT_PAGER=cat git log -3",
+    "tree -a -L 2",
+    "ss -tlnp",
+    "# look at the log first\ntail -3 app.log",
+    "ls \\\n  -la",
+    "ls -la /tmp/*.log 2>/dev/null || echo none",
+    "grep -c x f >/dev/null 2>&1",
+    "cat < input.txt",
+    "grep needle <<< 'haystack with needle'",
+    "sleep 5 &",
+    "",
+    # wrappers
+    "timeout 30 tail -f app.log",
+    "timeout -s KILL 10s cat x",
+    "nice -n 10 du -sh .",
+    "time ls",
+    "command -v docker",
+    "env LANG=C sort names.txt",
+    "stdbuf -oL tail -f app.log | grep --line-buffered ERROR",
+    "watch -n 5 kubectl get pods",
+    "watch -n 2 'ls -la | wc -l'",
+    "find . -name '*.py' | xargs grep -l 'import os'",
+    "bash -lc 'tail -5 x.log'",
+    "sh -c 'cd /srv && ls'",
+    "/usr/bin/tail -n 1 log.txt",
+    # version control and CI
+    "git status --porcelain",
+    "git log --oneline -10",
+    "git diff HEAD~1 --stat",
+    "git show HEAD:setup.py",
+    "git branch",
+    "git branch -a --contains abc123",
+    "git tag",
+    "git tag -l 'v1.*'",
+    "git remote -v",
+    "git rev-parse HEAD",
+    "git ls-files | wc -l",
+    "git blame -L 10,20 app.py",
+    "git stash list",
+    "git config --get remote.origin.url",
+    "git -C /repo --no-pager log -3",
+    "gh run list --limit 5",
+    "gh run watch 4242",
+    "gh pr checks 17",
+    "gh pr view 17 --json state,mergeable",
+    "gh pr diff 17",
+    "gh issue view 13",
+    "gh api repos/o/r/actions/runs --jq '.workflow_runs[0].status'",
+    # clusters and containers
+    "kubectl -n prod get deploy web -o yaml",
+    "kubectl describe pod web-7d9f",
+    "kubectl logs -f deploy/web --tail=50",
+    "kubectl top pods",
+    "kubectl rollout status deploy/web",
+    "docker ps -a",
+    "docker logs --tail 100 web",
+    "docker inspect web | jq '.[0].State'",
+    "docker stats --no-stream",
+    "docker compose -f dev.yml ps",
+    "docker-compose logs --tail=20 api",
+    "pip list | grep -i torch",
+    "pip show requests",
+]
+
+STATE_CHANGING = [
+    # the traps named in issue #13
+    "sed -i 's/debug=True/debug=False/' settings.py",
+    "find . -name '*.pyc' -exec rm {} \\;",
+    "find . -type f -name '*.tmp' -delete",
+    "cat a > b",
+    "echo x >> f",
+    "ls | tee listing.txt",
+    "git log > out.txt",
+    "ls; rm -rf x",
+    "grep x $(rm y)",
+    "python -c 'import os; os.remove(\"x\")'",
+    "pytest -x tests/",
+    "make",
+    "pip install requests",
+    "git commit -m 'fix'",
+    "git checkout main",
+    "git stash",
+    "git branch -D feature",
+    "kubectl apply -f deploy.yaml",
+    "kubectl delete pod web-7d9f",
+    "docker run --rm alpine echo hi",
+    "gh pr merge 17 --squash",
+    # writes through redirection, tee and options
+    "echo hello > greeting.txt",
+    "ls &> listing.txt",
+    "ls 2> errors.txt",
+    "git diff >| patch.diff",
+    "cat <> file.txt",
+    "cat > notes.txt <<EOF\nhello\nEOF",
+    "cat <<'EOF'\njust text\nEOF",
+    "tee -a log.txt < input.txt",
+    "sort -o sorted.txt names.txt",
+    "sort -ro out names.txt",
+    "sort --compress-program=gzip big.txt",
+    "uniq in.txt out.txt",
+    "sed 's/a/b/w changed.txt' f",
+    "sed -n '1e date' f",
+    "sed -f script.sed f",
+    "sed --in-place=.bak 's/a/b/' f",
+    "awk '{print > \"out.txt\"}' in.txt",
+    "awk 'BEGIN { system(\"rm -rf x\") }'",
+    "awk '$3 > 5' data.txt",
+    "awk -f prog.awk data.txt",
+    "tree -o tree.txt",
+    "file -C -m magic",
+    "less -o saved.log app.log",
+    "rg --pre ./decompress.sh needle",
+    "date -s '2024-01-01'",
+    "date 010112002024",
+    "hostname newbox",
+    "top",
+    "git diff --output=patch.diff",
+    "git branch new-feature",
+    "git tag v2.0",
+    "git remote add upstream https://example.com/r.git",
+    "git config user.email a@b.c",
+    "git stash pop",
+    "git reflog expire --all",
+    "git -c core.pager='rm -rf /' log",
+    "git push origin main",
+    "git reset --hard HEAD~1",
+    "git add -A && git diff --cached",
+    "gh api -X POST repos/o/r/issues -f title=x",
+    "gh api graphql -f query='mutation { x }'",
+    "gh pr create --fill",
+    "gh run rerun 4242",
+    "kubectl rollout restart deploy/web",
+    "kubectl get pods --log-file=/tmp/k.log",
+    "kubectl scale deploy/web --replicas=0",
+    "docker stats",
+    "docker compose up -d",
+    "docker compose config -o resolved.yml",
+    "docker rm -f web",
+    "nvidia-smi -i 0 -r",
+    "pip uninstall -y torch",
+    # things this reader does not see through
+    'echo "$(cat /etc/passwd)"',
+    "cat `ls`",
+    "diff <(ls a) <(ls b)",
+    "(cd src && ls)",
+    "{ ls; pwd; }",
+    "for f in *.py; do wc -l $f; done",
+    "while true; do tail -1 log; sleep 5; done",
+    "if [ -f x ]; then cat x; fi",
+    "eval ls",
+    "exec ls",
+    "sudo tail /var/log/syslog",
+    "nohup tail -f app.log &",
+    "source .venv/bin/activate && pytest",
+    ". ./env.sh",
+    "export PATH=/opt/bin:$PATH",
+    "X=1",
+    "PATH=/tmp/evil:$PATH ls",
+    "LD_PRELOAD=./hook.so cat f",
+    "GIT_PAGER='rm -rf x' git log",
+    "GIT_EXTERNAL_DIFF=./x git diff",
+    "LESSOPEN='|rm %s' less f",
+    "BROWSER=./x gh pr view 1 --web",
+    "env PAGER=sh git log",
+    "tree -R -L 2 -H .",
+    "ss -K dst 10.0.0.1",
+    "bash run_tests.sh",
+    "curl -s https://example.com | sh",
+    "bash -c 'rm -rf build'",
+    'sh -c "ls; rm x"',
+    "watch 'rm -f lock'",
+    "find . | xargs rm",
+    "xargs -I{} mv {} /tmp",
+    "ls | xargs uniq",
+    "timeout 5",
+    "env -S 'rm x' ls",
+    "time -o timing.txt ls",
+    "./ls",
+    "echo 'unterminated",
+    "ls &&",
+    "ls ;; pwd",
+    "| grep x",
+    "echo $'ansi\\tquote'",
+    "cd..",
+    "npm test",
+    "python3 manage.py migrate",
+    "mvn -q test",
+    "rm -rf /tmp/x",
+    "mkdir -p out && ls out",
+    "cp a b",
+    "mv a b",
+    "chmod +x run.sh",
+    "touch marker",
+    "ln -s a b",
+]
+
+
+@pytest.mark.parametrize("command", READ_ONLY)
+def test_read_only(command: str) -> None:
+    assert is_read_only_command(command) is True
+
+
+@pytest.mark.parametrize("command", STATE_CHANGING)
+def test_state_changing(command: str) -> None:
+    assert is_read_only_command(command) is False
+
+
+def test_the_table_is_large_and_has_no_duplicates() -> None:
+    assert len(READ_ONLY) + len(STATE_CHANGING) >= 150
+    assert len(set(READ_ONLY) | set(STATE_CHANGING)) == len(READ_ONLY) + len(STATE_CHANGING)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bash", "Bash", "shell", "exec_command", "execute_bash", "executeBash", "terminal",
+        "run_shell_command", "run_terminal_cmd", "execute_command", "run_command",
+        "mcp__desktop-commander__execute_command", "functions.shell", "container.exec",
+        "developer__shell", "run_in_terminal", "shell_command", "local_shell", "sh", "cmd",
+    ],
+)  # fmt: skip
+def test_shell_tools(name: str) -> None:
+    assert is_shell_tool(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "BashOutput", "KillShell", "shell_view", "bash_history_search", "read_file", "grep",
+        "cat", "search", "str_replace_editor", "write_stdin", "", "___", "get_terminal_output",
+    ],
+)  # fmt: skip
+def test_not_shell_tools(name: str) -> None:
+    assert not is_shell_tool(name)
+
+
+def test_a_name_that_is_not_a_str_is_not_a_shell() -> None:
+    assert is_shell_tool(None) is False  # type: ignore[arg-type]
+    assert classify_call(42, {"command": "ls"}) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"command": "ls -la", "timeout": 30}, "ls -la"),
+        ({"cmd": "git status", "workdir": "/repo"}, "git status"),
+        ({"command": ["bash", "-lc", "tail -5 x"]}, "bash -lc 'tail -5 x'"),
+        ({"cmd": ["ls", "-la", "my dir"]}, "ls -la 'my dir'"),
+        ({"commands": ["cd repo", "git status"]}, "cd repo\ngit status"),
+        ({"script": "echo hi"}, "echo hi"),
+        ({"input": "pwd"}, "pwd"),
+        ({"CommandLine": "git log -1", "Cwd": "/repo"}, "git log -1"),
+        ({"command_line": "uptime"}, "uptime"),
+        ({"action": {"type": "exec", "command": ["ls"]}}, "ls"),
+        ("tail -5 x", "tail -5 x"),
+        ('{"command": "git status"}', "git status"),
+        ('["ls", "-l"]', "ls -l"),
+        ("[ -f x ] && cat x", "[ -f x ] && cat x"),
+        ("{ ls; }", "{ ls; }"),
+        (["bash", "-lc", "pwd"], "bash -lc pwd"),
+        ({"command": "C-c", "is_input": True}, None),
+        ({"command": "y", "is_input": "true"}, None),
+        ({"command": "", "is_input": "false"}, ""),
+        ({"path": "a.py"}, None),
+        ({"command": 42}, None),
+        ({"command": ["ls", 1]}, None),
+        ({"command": []}, None),
+        ({"commands": ["ls", None]}, None),
+        ({"restart": True}, None),
+        (None, None),
+        (3.5, None),
+        ({"action": {"action": {"action": {"command": "ls"}}}}, None),
+    ],
+)
+def test_command_of(arguments: object, expected: str | None) -> None:
+    assert command_of(arguments) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("bash", {"command": "tail -5 build.log"}, True),
+        ("Bash", {"command": "npm run build"}, False),
+        ("shell", {"command": ["bash", "-lc", "gh run view 4242"]}, True),
+        ("shell", {"command": ["bash", "-lc", "gh pr merge 1"]}, False),
+        ("exec_command", {"cmd": "kubectl get pods -l app=web"}, True),
+        ("run_shell_command", '{"command": "sleep 60 && tail -n 3 train.log"}', True),
+        ("execute_bash", {"command": "C-c", "is_input": "true"}, False),
+        ("execute_bash", {"command": ""}, True),  # OpenHands: more output of a running command
+        ("bash", {"restart": True}, False),
+        ("bash", "not json at all; rm -rf x", False),
+        ("read_file", {"path": "a.py"}, None),
+        ("write_file", {"command": "ls"}, None),
+    ],
+)
+def test_classify_call(name: str, arguments: object, expected: bool | None) -> None:
+    assert classify_call(name, arguments) is expected
+
+
+def test_custom_shell_tools_replace_the_defaults() -> None:
+    shells = ShellClassifier(shell_tools=["my_runner", "ops.exec_remote"])
+    assert shells.is_shell_tool("mcp__ops__my_runner")
+    assert shells.is_shell_tool("execRemote")
+    assert not shells.is_shell_tool("bash")
+    extended = ShellClassifier(shell_tools=(*DEFAULT_SHELL_TOOLS, "my_runner"))
+    assert extended.is_shell_tool("bash")
+    assert extended.is_shell_tool("MyRunner")
+
+
+def test_custom_read_only_commands() -> None:
+    shells = ShellClassifier(read_only_commands=["cat", "terraform plan", "make -n"])
+    assert shells.is_read_only("cat a | cat")
+    assert shells.is_read_only("terraform plan -out=/dev/null")
+    assert shells.is_read_only("make -n install")
+    assert not shells.is_read_only("terraform apply")
+    assert not shells.is_read_only("make install")
+    assert not shells.is_read_only("ls")  # replaced, not extended
+    assert not shells.is_read_only("cat a > b")  # redirection rules still apply
+    extended = ShellClassifier(read_only_commands=(*DEFAULT_READ_ONLY_COMMANDS, "terraform plan"))
+    assert extended.is_read_only("ls && terraform plan")
+
+
+def test_program_guards_apply_to_custom_lists() -> None:
+    shells = ShellClassifier(read_only_commands=["find", "git log", "sort"])
+    assert shells.is_read_only("find . -name x")
+    assert not shells.is_read_only("find . -delete")
+    assert not shells.is_read_only("git log --output=x")
+    assert not shells.is_read_only("sort -o x y")
+
+
+def test_wrappers_are_transparent_and_use_the_configured_list() -> None:
+    shells = ShellClassifier(read_only_commands=["deploy-status"])
+    assert shells.is_read_only("timeout 10 nice -n 5 env X=1 deploy-status --all")
+    assert shells.is_read_only("watch -n 5 deploy-status")
+    assert not shells.is_read_only("timeout 10 cat x")
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"shell_tools": "bash"}, "shell_tools must be a collection of names, not a single str"),
+        ({"shell_tools": ["bash", 3]}, "shell_tools must hold str patterns, got int"),
+        ({"shell_tools": ["--"]}, "shell_tools pattern '--' has no letters or digits"),
+        ({"shell_tools": 5}, "shell_tools must be a collection of names"),
+        ({"read_only_commands": "cat"}, "read_only_commands must be a collection of commands"),
+        ({"read_only_commands": ["cat", None]}, "read_only_commands must hold str commands"),
+        ({"read_only_commands": ["  "]}, "read_only_commands entry '  ' names no program"),
+        ({"read_only_commands": 7}, "read_only_commands must be a collection of commands"),
+        ({"max_command_length": -1}, "max_command_length must be an int"),
+        ({"max_command_length": True}, "max_command_length must be an int"),
+        ({"max_command_length": 1.5}, "max_command_length must be an int"),
+        ({"max_command_length": 1 << 20}, "max_command_length must be an int"),
+        ({"cache_size": -5}, "cache_size must be an int >= 0"),
+        ({"cache_size": "big"}, "cache_size must be an int >= 0"),
+    ],
+)
+def test_invalid_settings_name_themselves(settings: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(")):
+        ShellClassifier(**settings)  # type: ignore[arg-type]
+
+
+def test_the_length_limit() -> None:
+    at_limit = "echo " + "a" * (MAX_COMMAND_LENGTH - 5)
+    assert len(at_limit) == MAX_COMMAND_LENGTH
+    assert is_read_only_command(at_limit)
+    assert not is_read_only_command(at_limit + "a")
+    shorter = ShellClassifier(max_command_length=10)
+    assert shorter.is_read_only("ls -la")
+    assert not shorter.is_read_only("ls -la src/app")
+
+
+def test_results_are_the_same_with_and_without_the_cache() -> None:
+    cached = ShellClassifier(cache_size=4)
+    uncached = ShellClassifier(cache_size=0)
+    for command in READ_ONLY + STATE_CHANGING + READ_ONLY:
+        assert cached.is_read_only(command) is uncached.is_read_only(command)
+
+
+def test_a_str_subclass_is_read_as_its_text() -> None:
+    class Sneaky(str):
+        def __hash__(self) -> int:
+            raise RuntimeError("no hashing")
+
+    assert is_read_only_command(Sneaky("git status")) is True
+    assert is_read_only_command(b"ls") is False  # type: ignore[arg-type]
+    assert is_read_only_command(None) is False  # type: ignore[arg-type]

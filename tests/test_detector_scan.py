@@ -144,7 +144,11 @@ DIALECTS = {
 
 
 def cd_failing(i: int) -> Step:  # the same failing command; only a shell line number drifts
-    return call("bash", {"command": "cd fastjson/"}, f"bash: line {1000 + 15 * i}: cd: no such dir")
+    return call(
+        "bash",
+        {"command": "cd fastjson/ && ./gradlew test"},
+        f"bash: line {1000 + 15 * i}: cd: fastjson/: No such file or directory",
+    )
 
 
 EDIT = call("edit", {"path": "a.py", "text": "x = 1"}, "edited")
@@ -160,15 +164,16 @@ def build(request: pytest.FixtureRequest) -> Any:
 
 
 def test_a_repeated_failing_command_is_flagged_in_every_dialect(build: Any) -> None:
-    script: list[Step] = [("user", "fix the bug")] + [cd_failing(i) for i in range(3)]
+    # A failing command is refused one repeat earlier than the default 3 strikes allow.
+    script: list[Step] = [("user", "fix the bug")] + [cd_failing(i) for i in range(2)]
     assert scan(build(script)) == OK
-    verdict = scan(build([*script, cd_failing(3)]))
+    verdict = scan(build([*script, cd_failing(2)]))
     assert not verdict.ok
-    assert (verdict.kind, verdict.count, verdict.tool_names) == ("repeat", 4, ("bash",))
+    assert (verdict.kind, verdict.count, verdict.tool_names) == ("repeat", 3, ("bash",))
     assert verdict.message is not None
     assert "`bash`" in verdict.message
     assert "same result" in verdict.message
-    body = json.dumps(build([*script, cd_failing(3)])).encode()
+    body = json.dumps(build([*script, cd_failing(2)])).encode()
     assert scan(body) == verdict  # bytes, str and parsed bodies agree
     assert scan(body.decode()) == verdict
 
@@ -188,8 +193,8 @@ def test_moving_answers_pass_in_every_dialect(build: Any) -> None:
 
 
 def test_a_user_turn_ends_the_run(build: Any) -> None:
-    script = [cd_failing(i) for i in range(3)] + [("user", "try again")]
-    script += [cd_failing(i) for i in range(3)]
+    script = [cd_failing(i) for i in range(2)] + [("user", "try again")]
+    script += [cd_failing(i) for i in range(2)]
     assert scan(build(script)).ok
     assert not scan(build([*script, cd_failing(9)])).ok
 
@@ -260,7 +265,8 @@ def test_detector_settings_are_used_and_its_state_is_untouched() -> None:
     assert not det.scan(body).ok
     assert not scan(body, detector=det).ok
     assert scan(body).ok
-    assert det.check([ToolCall("bash", {"command": "cd fastjson/"})]).count == 1  # still fresh
+    fresh = det.check([ToolCall("bash", {"command": "cd fastjson/ && ./gradlew test"})])
+    assert fresh.count == 1  # still fresh
 
 
 @pytest.mark.parametrize(

@@ -164,10 +164,9 @@ def test_error_streak_can_be_switched_off() -> None:
 
 
 def test_a_repeated_error_is_refused_one_repeat_earlier() -> None:
-    calls = bash("cd fastjson/")
-    failing = [
-        (calls, f"bash: line {100 + i}: cd: fastjson/: No such file or directory") for i in range(6)
-    ]
+    calls = bash("cd fastjson/ && mvn compile")
+    error = "bash: line {}: cd: fastjson/: No such file or directory"
+    failing = [(calls, error.format(100 + i)) for i in range(6)]
     loop = live(LoopDetector(max_error_streak=None), failing)
     assert isinstance(loop, LoopDetected)
     assert (loop.kind, loop.count) == ("repeat", 3)
@@ -178,6 +177,11 @@ def test_a_repeated_error_is_refused_one_repeat_earlier() -> None:
     loop = live(LoopDetector(error_aware=False, max_error_streak=None), failing)
     assert isinstance(loop, LoopDetected)
     assert loop.count == 4
+    # A read-only command gets the read-only allowance (5), one less for an error.
+    looking = [(bash("cd fastjson/"), error.format(100 + i)) for i in range(8)]
+    loop = live(LoopDetector(max_error_streak=None), looking)
+    assert isinstance(loop, LoopDetected)
+    assert (loop.kind, loop.count) == ("repeat", 5)
 
 
 # --- near repeats ---------------------------------------------------------------------

@@ -45,7 +45,7 @@ _ERROR: Final = re.compile(
     | ^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)(?::|$)
     | ^\s*(?:error|Error|ERROR|fatal|FATAL|panic)(?:\[\w+\])?:
     | :\d+(?::\d+)?:\ (?:fatal\ )?error:
-    | ^\[ERROR\] | ^npm\ ERR!
+    | ^\[ERROR\] | ^npm\ ERR! | ^E:\ 
     | command\ not\ found | No\ such\ file\ or\ directory | [Pp]ermission\ denied
     | \bsyntax\ error\b | ^\s*Usage:\ | EXECUTION\ TIMED\ OUT | Segmentation\ fault
     | ^FAILED\b | ^=+\ .*\bfailed\b.*\ =+$

@@ -34,6 +34,7 @@ from loopfuse.detector.settings import (
     DEFAULT_WINDOW,
     DetectorSettings,
 )
+from loopfuse.detector.shell import DEFAULT_READ_ONLY_COMMANDS, DEFAULT_SHELL_TOOLS
 from loopfuse.detector.signature import ToolCall, batch_signature
 from loopfuse.detector.tools import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 from loopfuse.errors import InvalidInputError
@@ -60,6 +61,10 @@ class LoopDetector:
       is refused even when every answer moved. ``None``: neither.
     - ``observation_tools`` / ``costly_tools``: name patterns (see
       :mod:`loopfuse.detector.tools`); costly read-only tools keep ``max_strikes``.
+    - ``shell_tools`` / ``read_only_commands``: which tools are shells, and which command
+      lines only read (see :mod:`loopfuse.detector.shell` and docs/shell.md): a shell call
+      is read-only when its command line is (``tail -5 build.log``, ``gh run view 42``),
+      so a poll whose answer moves is never refused. ``()`` reads no command line.
     - ``max_cycle_period`` (8) / ``max_cycle_laps`` (2): cycles A → B → A … of up to 8
       batches, refused on the lap after ``max_cycle_laps`` laps that repeated their answers
       (``kind="cycle"``). A period below 2 turns cycles off.
@@ -109,6 +114,8 @@ class LoopDetector:
         max_observation_steps: int | None = DEFAULT_MAX_OBSERVATION_STEPS,
         costly_tools: Iterable[str] = DEFAULT_COSTLY_TOOLS,
         *,
+        shell_tools: Iterable[str] = DEFAULT_SHELL_TOOLS,
+        read_only_commands: Iterable[str] = DEFAULT_READ_ONLY_COMMANDS,
         max_cycle_period: int = DEFAULT_MAX_CYCLE_PERIOD,
         max_cycle_laps: int = DEFAULT_MAX_CYCLE_LAPS,
         normalize_answers: bool = True,
@@ -126,6 +133,8 @@ class LoopDetector:
         settings = DetectorSettings.build(
             observation_tools=observation_tools,
             costly_tools=costly_tools,
+            shell_tools=shell_tools,
+            read_only_commands=read_only_commands,
             tool_limits=tool_limits,
             ignore_tools=ignore_tools,
             max_strikes=max_strikes,

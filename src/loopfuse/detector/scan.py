@@ -52,7 +52,7 @@ def scan(body: object, detector: HasSettings | None = None) -> Verdict:
     ...     return [
     ...         {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}",
     ...          "type": "function", "function": {"name": "bash",
-    ...          "arguments": '{"command": "cd fastjson/"}'}}]},
+    ...          "arguments": '{"command": "cd fastjson/ && mvn test"}'}}]},
     ...         {"role": "tool", "tool_call_id": f"c{i}",
     ...          "content": f"bash: line {100 + i}: cd: fastjson/: No such file or directory"}]
     >>> body = {"model": "m", "messages": [{"role": "user", "content": "fix it"}]}

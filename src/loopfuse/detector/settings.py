@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Final
 
+from loopfuse.detector.shell import (
+    DEFAULT_READ_ONLY_COMMANDS,
+    DEFAULT_SHELL_TOOLS,
+    ShellClassifier,
+)
 from loopfuse.detector.tools import (
     DEFAULT_COSTLY_TOOLS,
     DEFAULT_OBSERVATION_TOOLS,
@@ -75,6 +80,8 @@ class DetectorSettings:
     max_observation_steps: int | None = DEFAULT_MAX_OBSERVATION_STEPS
     observation_tools: tuple[str, ...] = DEFAULT_OBSERVATION_TOOLS
     costly_tools: tuple[str, ...] = DEFAULT_COSTLY_TOOLS
+    shell_tools: tuple[str, ...] = DEFAULT_SHELL_TOOLS
+    read_only_commands: tuple[str, ...] = DEFAULT_READ_ONLY_COMMANDS
     max_cycle_period: int = DEFAULT_MAX_CYCLE_PERIOD
     max_cycle_laps: int = DEFAULT_MAX_CYCLE_LAPS
     normalize_answers: bool = True
@@ -89,6 +96,7 @@ class DetectorSettings:
     window: int = DEFAULT_WINDOW
     enabled: bool = True
     classifier: ToolClassifier = field(init=False, compare=False, repr=False)
+    shell: ShellClassifier = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _count("max_strikes", self.max_strikes, optional=True)
@@ -136,6 +144,9 @@ class DetectorSettings:
         object.__setattr__(
             self, "classifier", ToolClassifier(self.observation_tools, self.costly_tools)
         )
+        object.__setattr__(
+            self, "shell", ShellClassifier(self.shell_tools, self.read_only_commands)
+        )
 
     @classmethod
     def build(
@@ -143,6 +154,8 @@ class DetectorSettings:
         *,
         observation_tools: object,
         costly_tools: object,
+        shell_tools: object,
+        read_only_commands: object,
         tool_limits: object,
         ignore_tools: object,
         **values: object,
@@ -160,6 +173,8 @@ class DetectorSettings:
         return cls(
             observation_tools=_names("observation_tools", observation_tools),
             costly_tools=_names("costly_tools", costly_tools),
+            shell_tools=_patterns("shell_tools", shell_tools),
+            read_only_commands=_patterns("read_only_commands", read_only_commands),
             tool_limits=limits,
             ignore_tools=frozenset(_names("ignore_tools", ignore_tools)),
             **values,  # type: ignore[arg-type]
@@ -201,8 +216,39 @@ class DetectorSettings:
         return min(found) if found else None
 
     def classify(self, names: tuple[str, ...], args: tuple[object, ...]) -> tuple[bool, bool]:
-        """``(every call only reads, some call is costly)`` for one batch."""
-        return self.classifier.classify_names(names)
+        """``(every call only reads, some call is costly)`` for one batch.
+
+        A shell call is read-only when its command line is (:mod:`loopfuse.detector.shell`);
+        so is a call of a tool named after the program its ``command`` runs (transcripts
+        that name each action after its first word: ``cat``, ``grep``, ``sed``). Any other
+        tool is judged by its name (:mod:`loopfuse.detector.tools`).
+        """
+        observation = bool(names)
+        costly = False
+        for name, arguments in zip(names, args, strict=False):
+            read_only = self.shell.classify_call(name, arguments)
+            if read_only is None:
+                read_only = self._program_call(name, arguments)
+            if read_only is None:
+                obs, cost = self.classifier.classify_names((name,))
+                observation = observation and obs
+                costly = costly or cost
+            else:
+                observation = observation and read_only
+        return observation, costly
+
+    def _program_call(self, name: str, arguments: object) -> bool | None:
+        """For a tool named after the program its command line starts with, whether that
+        command line only reads; ``None`` for any other tool."""
+        if type(arguments) is not dict or "command" not in arguments:
+            return None
+        command = arguments["command"]
+        if type(command) is not str or not command.startswith(name):
+            return None
+        rest = command[len(name) : len(name) + 1]
+        if rest not in ("", " ", "\t", "\n"):
+            return None
+        return self.shell.is_read_only(command)
 
     def ignored(self, name: str) -> bool:
         """Whether calls of tool ``name`` are never counted."""
@@ -215,6 +261,12 @@ class DetectorSettings:
 def default_settings() -> DetectorSettings:
     """The settings of ``LoopDetector()``, built once, on first use."""
     return DetectorSettings()
+
+
+def _patterns(name: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigError(f"{name} must be a collection of patterns, not {value!r}")
+    return tuple(value)  # type: ignore[arg-type]  # the classifier checks each one
 
 
 def _named(key: object) -> bool:

@@ -351,8 +351,21 @@ BATCHES = [
     [{"name": "bash", "arguments": {"c": "x"}}, {"name": "grep", "arguments": {"q": 1}}],
     [{"name": "grep", "arguments": {"q": 1}}, {"name": "bash", "arguments": {"c": "x"}}],
     [{"name": "web_fetch", "arguments": {"url": "u"}}],
+    [{"name": "bash", "arguments": {"command": "find /usr -name x"}}],
+    [{"name": "bash", "arguments": {"command": "find /opt -name x"}}],
+    [{"name": "bash", "arguments": {"command": "python -m tool"}}],
+    [{"name": "bash", "arguments": {"command": "tail -5 build.log"}}],
 ]
-ANSWERS = ["ok", "ok at 10:00:01", "ok at 10:00:02", "1 failed", "2 failed"]
+ANSWERS = [
+    "ok",
+    "ok at 10:00:01",
+    "ok at 10:00:02",
+    "1 failed",
+    "2 failed",
+    "Error: boom",
+    "ModuleNotFoundError: No module named 'x'",
+    "<returncode>0</returncode>\n<output>\n</output>",
+]
 
 message_step = st.one_of(
     st.tuples(
@@ -387,6 +400,10 @@ def intent_of(steps: list[tuple[Any, ...]]) -> list[Any]:
 
 CONFIGS = [
     LoopDetector(),
+    LoopDetector(
+        max_error_streak=1, max_near_repeats=1, max_unchanged_checks=1, error_storm=(2, 3)
+    ),
+    LoopDetector(max_strikes=None, max_error_streak=2, max_near_repeats=2, error_storm=None),
     LoopDetector(max_strikes=1, max_observation_steps=2, max_stagnation_steps=1),
     LoopDetector(max_strikes=2, max_observation_steps=None, max_cycle_laps=1),
     LoopDetector(max_cycle_period=2, normalize_answers=False),

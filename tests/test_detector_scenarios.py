@@ -66,7 +66,10 @@ def first_live_refusal(steps: list[Step]) -> tuple[int, str] | None:
 
 
 AGE = ["5s", "10s", "15s", "20s", "25s"]
-POD = "NAME                   READY   STATUS              RESTARTS   AGE\nweb-7d4b9c-x2x9q   0/1     {status}   0          {age}"
+POD = (
+    "NAME                   READY   STATUS              RESTARTS   AGE\n"
+    "web-7d4b9c-x2x9q   0/1     {status}   0          {age}"
+)
 
 HEALTHY: dict[str, list[Step]] = {
     "tail a growing build log x8": [
@@ -145,7 +148,10 @@ def test_a_healthy_run_is_never_stopped(name: str) -> None:
     assert first_live_refusal(steps) is None
 
 
-MISSING = "Traceback (most recent call last):\n  File \"<frozen runpy>\"\nModuleNotFoundError: No module named 'fastjson'"
+MISSING = (
+    'Traceback (most recent call last):\n  File "<frozen runpy>"\n'
+    "ModuleNotFoundError: No module named 'fastjson'"
+)
 
 STUCK: dict[str, tuple[list[Step], str, int]] = {
     # (steps, the signal that stops it, the request it stops at the latest)

@@ -20,6 +20,7 @@ characters), so their cost does not grow with the answer.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Final
 
 __all__ = [
@@ -36,24 +37,32 @@ SCAN_HEAD: Final = 4096
 SCAN_TAIL: Final = 1024
 """Characters read from the end of an answer (exit codes and summaries come last)."""
 
-# Each alternative is a marker that tools, shells, compilers and test runners print when
-# something failed. Anchored alternatives (^) only count at the start of a line, so a
-# grep hit inside source code ("raise ValueError(...)") is not an error.
-_ERROR: Final = re.compile(
-    r"""
-    Traceback\ \(most\ recent\ call\ last\)
-    | ^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)(?::|$)
-    | ^\s*(?:error|Error|ERROR|fatal|FATAL|panic)(?:\[\w+\])?:
-    | :\d+(?::\d+)?:\ (?:fatal\ )?error:
-    | ^\[ERROR\] | ^npm\ ERR! | ^E:\ 
-    | command\ not\ found | No\ such\ file\ or\ directory | [Pp]ermission\ denied
-    | \bsyntax\ error\b | ^\s*Usage:\ | EXECUTION\ TIMED\ OUT | Segmentation\ fault
-    | ^FAILED\b | ^=+\ .*\bfailed\b.*\ =+$
-    | \b(?:exit\ code|exit\ status|exited\ with\ code|return\ ?code)[\s:=]*-?[1-9]
-    | <returncode>\s*-?[1-9]\d*\s*</returncode>
-    """,
-    re.MULTILINE | re.VERBOSE,
+# What tools, shells, compilers and test runners print when something failed. Phrases
+# count anywhere; line patterns only at the start of a line, so that a grep hit inside
+# source code ("raise ValueError(...)") is not an error; in-line patterns anywhere in a
+# line that holds one of their hints.
+_PHRASES: Final = (
+    "Traceback (most recent call last)", "command not found", "No such file or directory",
+    "ermission denied", "syntax error", "EXECUTION TIMED OUT", "Segmentation fault",
+)  # fmt: skip
+_LINE_START: Final = re.compile(
+    r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)(?::|$)"
+    r"|(?:error|Error|ERROR|fatal|FATAL|panic)(?:\[\w+\])?:"
+    r"|\[ERROR\]|npm ERR!|E: |Usage: |FAILED\b"
 )
+_IN_LINE: Final = re.compile(
+    r":\d+(?::\d+)?: (?:fatal )?error:"
+    r"|\b(?:exit code|exit status|exited with code|return ?code)[\s:=]*-?[1-9]"
+    r"|<returncode>\s*-?[1-9]\d*\s*</returncode>"
+    r"|^=+ .*\bfailed\b.* =+$"
+)
+# Every line pattern holds one of these: only lines holding one are matched.
+_HINTS: Final = (
+    "rror", "RROR", "xception", "fatal", "FATAL", "panic", "ERR!", "E: ", "Usage:",
+    "FAILED", "failed", "exit code", "exit status", "exited with code", "return code",
+    "returncode",
+)  # fmt: skip
+_LINES_READ: Final = 64  # hinted lines matched, at most (the last ones first)
 
 # Wrappers that agents put around every answer, and the sentences some print when a
 # command printed nothing: an answer made only of these says nothing.
@@ -67,6 +76,39 @@ _SILENT: Final = re.compile(
     r"|\(no output\)|no output|ok|done|success)",
     re.IGNORECASE,
 )
+
+
+def _line_starts(window: str, needles: tuple[str, ...]) -> list[int]:
+    """Where the lines holding a needle start (at most :data:`_LINES_READ`), last first:
+    exit codes and summaries come at the end."""
+    starts: set[int] = set()
+    for needle in needles:
+        at = window.rfind(needle)
+        while at >= 0 and len(starts) < _LINES_READ:
+            start = window.rfind("\n", 0, at) + 1
+            starts.add(start)
+            at = window.rfind(needle, 0, start) if start else -1
+    return sorted(starts, reverse=True)
+
+
+def _line_at(window: str, start: int) -> str:
+    end = window.find("\n", start)
+    return window[start : end if end >= 0 else len(window)]
+
+
+def _is_error_line(line: str) -> bool:
+    return (
+        any(phrase in line for phrase in _PHRASES)
+        or _LINE_START.match(line.lstrip()) is not None
+        or _IN_LINE.search(line) is not None
+    )
+
+
+@lru_cache(maxsize=512)
+def _window_is_error(window: str) -> bool:
+    if any(phrase in window for phrase in _PHRASES):
+        return True
+    return any(_is_error_line(_line_at(window, k)) for k in _line_starts(window, _HINTS))
 
 
 def _window(text: str) -> str:
@@ -92,7 +134,9 @@ def looks_like_error(text: str) -> bool:
     """
     if type(text) is not str:
         return False
-    return _ERROR.search(_window(text)) is not None
+    # Only lines holding a hint can match: a few substring searches skip the rest. The
+    # answer is cached: the scanner asks again about the same answer within a request.
+    return _window_is_error(_window(text))
 
 
 def error_line(text: str) -> str | None:
@@ -105,16 +149,12 @@ def error_line(text: str) -> str | None:
     """
     if type(text) is not str:
         return None
-    found = None
-    for match in _ERROR.finditer(_window(text)):
-        found = match
-    if found is None:
-        return None
     window = _window(text)
-    start = window.rfind("\n", 0, found.start()) + 1
-    end = window.find("\n", found.end())
-    line = window[start : end if end >= 0 else len(window)].strip()
-    return line or None
+    for start in _line_starts(window, (*_PHRASES, *_HINTS)):  # the last line first
+        line = _line_at(window, start)
+        if _is_error_line(line) and line.strip():
+            return line.strip()
+    return None
 
 
 def is_contentless(text: str) -> bool:

@@ -208,7 +208,9 @@ class RunCore:
         last = self._last
         outcome = RepeatOutcome.NOT_COMPARABLE
         if last is not None and last[0] == record.count - 1:
-            same = same_answers(last[1], answers, self._normalize(entry, answers))
+            same = same_answers(last[1], answers, False)
+            if same is False and self._normalize(entry, answers):
+                same = same_answers(last[1], answers, True)
             if same is True:
                 outcome = RepeatOutcome.ANSWER_REPEATED
                 self._repeated += 1

@@ -158,7 +158,10 @@ class Replay:
             else:
                 batch = Batch([{"name": full.names[k], "arguments": full.args[k]} for k in keep])
         args = tuple(batch.args)
-        observation, costly = settings.classify(batch.names, args)
+        kinds = batch.kinds
+        if kinds is None:  # the identical batches of a run share one Batch: classified once
+            kinds = batch.kinds = settings.classify(batch.names, args)
+        observation, costly = kinds
         record, error = self.core.admit(
             batch, batch.names, args, observation, costly, judge=index >= self.judge_from
         )

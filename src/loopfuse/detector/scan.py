@@ -16,20 +16,22 @@ never count as progress. Junk never raises: a body that is not an LLM request, o
 JSON at all, passes.
 
 Only the turns that can change the verdict are replayed: the last assistant turn's run
-of identical batches and the run's bounded history before it (or, for a prose turn,
-the stagnation window). That gives the same verdict as replaying the whole conversation
-(``tests/test_detector_scan.py`` checks it on random conversations) at a cost that does
-not grow with the history.
+of identical batches, and the run's bounded history before it only when a cycle or an
+answer-based signal could fire (or, for a prose turn, the stagnation window). That gives
+the same verdict as replaying the whole conversation (``tests/test_detector_scan.py``
+checks it on random conversations) at a cost that does not grow with the history.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from loopfuse.detector.records import HistoryEntry, same_answers_across
 from loopfuse.detector.replay import OK, Verdict, replay, stagnation_verdict
 from loopfuse.detector.settings import DetectorSettings, default_settings
 from loopfuse.detector.stagnation import WINDOW_FACTOR, StagnationDetected, StagnationDetector
-from loopfuse.detector.transcript import Batch, prose_text
+from loopfuse.detector.streaks import is_near
+from loopfuse.detector.transcript import Batch, answers_of, prose_text, tool_run_end
 from loopfuse.intent import extract_intent
 
 __all__ = ["OK", "HasSettings", "Verdict", "scan", "scan_intent"]
@@ -119,15 +121,18 @@ def _batch_tail(
 ) -> Verdict:
     """Replay what the final batch's verdict depends on, and nothing more.
 
-    That is its run of identical batches (the repeat count and strikes) and the run's
-    history before it: the window the signals read, and the batch before the final one
-    with the window it read (its answers may have tripped a signal).
+    That is its run of identical batches (the repeat count and strikes); the run's
+    history before it when a cycle through the final batch is possible; and the window
+    the answer-based signals read when the final batch's answers could trip one. Only
+    the final batch's own answers decide its verdict, so the signals are judged there
+    alone.
     """
-    need = settings.history_len + 1
+    period = settings.max_cycle_period
+    history = settings.history_len
+    window = _answers_can_trip(messages, last, final, settings)
     batches: dict[int, Batch] = {last: final}
     in_final_run = True
-    before = 0  # batches before the final run
-    previous = last  # the batch just before the final one
+    cycle_possible = False
     k = last - 1
     while k >= 0:
         message = messages[k]
@@ -137,21 +142,70 @@ def _batch_tail(
                 break
             calls = message.get("tool_calls") if role == "assistant" else None
             if type(calls) is list and calls:
-                if previous == last:
-                    previous = k
                 batch = Batch(calls)
+                distance = len(batches)  # this batch is history[n - distance]
                 if in_final_run and batch == final:
                     if batch.names == final.names:
                         batch = final  # one key object for the run: later compares are `is`
+                elif window or cycle_possible:
+                    in_final_run = False
+                    if distance > history:
+                        break  # older than anything the run remembers
                 else:
                     in_final_run = False
-                    if before >= need:
-                        break
-                    before += 1
+                    if distance > period:
+                        break  # no lap can come round to the final batch: no cycle
+                    cycle_possible = batch == final
                 batches[k] = batch
         k -= 1
-    start = min(batches)
-    return replay(messages, settings, start, batches, judge_from=last, signals_from=previous)
+    if window or cycle_possible:
+        start = min(batches)
+    else:
+        start = min(k for k, batch in batches.items() if batch == final)
+    return replay(messages, settings, start, batches, judge_from=last, signals_from=last)
+
+
+def _answers_can_trip(
+    messages: list[Any], last: int, final: Batch, settings: DetectorSettings
+) -> bool:
+    """Whether the final batch's answers could trip an answer-based signal: they must say
+    something and either look like an error or repeat the batch before, a near variant."""
+    if settings.ignore_tools:
+        return True  # ignored calls reshape batches: do not guess, replay the window
+    answers = answers_of(final, messages, last + 1, tool_run_end(messages, last + 1))
+    if answers is None:
+        return False
+    error, empty = answers.facts
+    if empty:
+        return False
+    if error and (
+        settings.max_error_streak is not None
+        or settings.max_unchanged_checks is not None
+        or settings.error_storm is not None
+    ):
+        return True
+    if settings.max_near_repeats is None:
+        return False
+    k = last - 1
+    while k >= 0:  # the batch before, if the run has one
+        message = messages[k]
+        if type(message) is dict:
+            role = message.get("role")
+            if role == "user" or role == "system":
+                return False
+            calls = message.get("tool_calls") if role == "assistant" else None
+            if type(calls) is list and calls:
+                before = Batch(calls)
+                earlier = answers_of(before, messages, k + 1, tool_run_end(messages, k + 1))
+                return (
+                    is_near(
+                        HistoryEntry(before, before.names, False, tuple(before.args)),
+                        HistoryEntry(final, final.names, False, tuple(final.args)),
+                    )
+                    and same_answers_across(earlier, answers) is True
+                )
+        k -= 1
+    return False
 
 
 def _prose_tail(messages: list[Any], last: int, settings: DetectorSettings) -> Verdict:

@@ -266,7 +266,7 @@ def default_settings() -> DetectorSettings:
 def _patterns(name: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise ConfigError(f"{name} must be a collection of patterns, not {value!r}")
-    return tuple(value)  # type: ignore[arg-type]  # the classifier checks each one
+    return tuple(value)  # the classifier checks each one
 
 
 def _named(key: object) -> bool:

@@ -27,10 +27,11 @@ _DETAIL_CHARS: Final = 2000
 class Batch:
     """The calls of one assistant turn, compared cheaply and hashed only when equal."""
 
-    __slots__ = ("_signature", "args", "names")
+    __slots__ = ("_signature", "args", "kinds", "names")
 
     def __init__(self, calls: list[Any]) -> None:
         self._signature: str | None = None
+        self.kinds: tuple[bool, bool] | None = None  # (read-only, costly), once classified
         if len(calls) == 1 and type(calls[0]) is dict:  # the common case, made cheap
             name = calls[0].get("name")
             self.names: tuple[str, ...] = (name if type(name) is str else "",)

@@ -23,11 +23,10 @@ Every operation of a store with a backend runs inside :meth:`FailureTrap.attempt
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from loopfuse.errors import ConfigError
@@ -48,19 +47,41 @@ logger = logging.getLogger("loopfuse")
 
 
 class Attempt(Generic[T]):
-    """One operation inside the trap: whether it may reach the backend, and its answer
-    (the fallback until the operation sets it)."""
+    """One operation inside the trap (a context manager): whether it may reach the
+    backend, and its answer (the fallback until the operation sets it)."""
 
-    __slots__ = ("admission", "value")
+    __slots__ = ("admission", "fallback", "operation", "trap", "value")
 
-    def __init__(self, fallback: T, admission: Admission) -> None:
+    def __init__(self, trap: FailureTrap, operation: str, fallback: T) -> None:
+        self.trap = trap
+        self.operation = operation
+        self.fallback = fallback
         self.value = fallback
-        self.admission = admission
+        self.admission: Admission = None
 
     @property
     def admitted(self) -> bool:
         """Whether the operation may call the backend (the circuit let it through)."""
         return self.admission is not None
+
+    def __enter__(self) -> Attempt[T]:
+        self.admission = self.trap.admit(self.operation)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> bool:
+        if exc is None:
+            if self.admission is not None:
+                self.trap.succeeded()
+            return False
+        probe = self.admission == "probe"
+        if not isinstance(exc, Exception):  # cancelled: not an answer either way
+            self.trap.circuit.abandon(probe=probe)
+            return False
+        self.value = self.fallback
+        self.trap.failed(self.operation, exc, probe=probe)  # raises when failing closed
+        return True
 
 
 class FailureTrap:
@@ -114,40 +135,35 @@ class FailureTrap:
         self.down = False
         self.last_error: str | None = None
 
-    @contextlib.contextmanager
-    def attempt(self, operation: str, fallback: T) -> Iterator[Attempt[T]]:
-        """Run the ``with`` body as ``operation``: see the module docstring. The body
+    def attempt(self, operation: str, fallback: T) -> Attempt[T]:
+        """Run a ``with`` body as ``operation``: see the module docstring. The body
         calls the backend only when ``attempt.admitted``, and sets ``attempt.value``."""
+        return Attempt(self, operation, fallback)
+
+    def admit(self, operation: str) -> Admission:
+        """Ask the circuit; a refusal is a failure (counted, maybe logged, maybe raised)."""
         admission = self.circuit.admit()
         if admission is None:
-            self._failed(
-                operation,
-                f"circuit open, {self.backend} not called (last failure: {self._cause})",
-                may_close=True,
-            )
-            yield Attempt(fallback, None)
-            return
-        attempt = Attempt(fallback, admission)
-        probe = admission == "probe"
-        try:
-            yield attempt
-        except Exception as exc:
-            attempt.value = fallback
-            # "Type: message", not repr(): some redis-py errors' repr drops the message.
-            self._cause = f"{type(exc).__name__}: {exc}"
-            self.circuit.failed(probe=probe)
-            self._failed(operation, self._cause, may_close=True)
-        except BaseException:  # cancelled: not an answer either way
-            self.circuit.abandon(probe=probe)
-            raise
-        else:
-            if self.circuit.succeeded() or self.down:
-                with self._lock:
-                    was_down, self.down = self.down, False
-                if was_down:
-                    logger.warning(
-                        "loopfuse: %s store reachable again (%d failures)", self.backend, self.count
-                    )
+            detail = f"circuit open, {self.backend} not called; last failure: {self._cause}"
+            self._failed(operation, detail, may_close=True)
+        return admission
+
+    def failed(self, operation: str, exc: Exception, *, probe: bool) -> None:
+        """A call to the backend raised ``exc``."""
+        # "Type: message", not repr(): some redis-py errors' repr drops the message.
+        self._cause = f"{type(exc).__name__}: {exc}"
+        self.circuit.failed(probe=probe)
+        self._failed(operation, self._cause, may_close=True)
+
+    def succeeded(self) -> None:
+        """A call to the backend was answered; log once when it is back after failures."""
+        if self.circuit.succeeded() or self.down:
+            with self._lock:
+                was_down, self.down = self.down, False
+            if was_down:
+                logger.warning(
+                    "loopfuse: %s store reachable again (%d failures)", self.backend, self.count
+                )
 
     def junk(self, operation: str, exc: BaseException) -> None:
         """Count and maybe log data the store cannot read (not written by loopfuse, or by

@@ -153,11 +153,7 @@ def check_digest(digest: object) -> bytes | None:
 
 
 def _check_value(key_value: object) -> int:
-    if (
-        not isinstance(key_value, int)
-        or isinstance(key_value, bool)
-        or not 0 <= key_value < 1 << 64
-    ):
+    if not isinstance(key_value, int) or isinstance(key_value, bool) or not 0 <= key_value < 2**64:
         raise InvalidInputError(f"a key value must be an int in [0, 2**64), got {key_value!r}")
     return key_value
 
@@ -188,11 +184,6 @@ def unpack_entry(blob: object) -> tuple[bytes | None, float, float, bytes]:
     return None, created_at, ttl, blob[start:]
 
 
-def server_now(seconds: int, micros: int) -> float:
-    """Redis ``TIME`` as the script reads it (same text, so the very same float)."""
-    return float(f"{seconds}.{micros:06d}")
-
-
 class Layout:
     """The keys of one store (see the module docstring) and its checked settings."""
 
@@ -203,14 +194,12 @@ class Layout:
             raise ConfigError(f"key_prefix must be a str, not {type(key_prefix).__name__}")
         if time_source not in ("redis", "caller"):
             raise ConfigError(f"time_source must be 'redis' or 'caller', got {time_source!r}")
-        if (
-            isinstance(max_ttl, bool)
-            or not isinstance(max_ttl, int | float)
-            or not 0 < max_ttl < math.inf
-        ):
+        if isinstance(max_ttl, bool) or not isinstance(max_ttl, int | float) or not max_ttl > 0:
             raise ConfigError(f"max_ttl must be a positive, finite number of seconds: {max_ttl!r}")
         self.prefix = key_prefix
         self.time_source: str = time_source
+        if max_ttl == math.inf:
+            raise ConfigError(f"max_ttl must be a positive, finite number of seconds: {max_ttl!r}")
         self.max_ttl = float(max_ttl)
 
     def session_keys(self, session_id: object) -> tuple[str, str]:
@@ -300,8 +289,9 @@ class RedisOperations:
         return Operation("tracked_sessions", self._tracked(now, window), 0)
 
     def _tracked(self, now: float, window: float) -> Plan[int]:
-        if self.layout.time_source == "redis":
-            now = server_now(*(yield Command("time")))
+        if self.layout.time_source == "redis":  # TIME as the script reads it: the same float
+            seconds, micros = yield Command("time")
+            now = float(f"{seconds}.{micros:06d}")
         keys: list[bytes] = yield Scan(self.layout.pattern("b"))
         samples = [key for key in keys if key.endswith(b":s")]
         live = 0
@@ -315,14 +305,20 @@ class RedisOperations:
 
     def get(self, key_value: int, digest: bytes | None, now: float) -> Operation[object]:
         key, digest = self.layout.entry_key(key_value), check_digest(digest)
-        return Operation("get", _one(Command("get", (key,)), self._served(digest, now)), MISS)
+
+        def served(blob: object) -> object:
+            entry = self._entry(blob, digest, now)
+            return MISS if entry is None else entry.value
+
+        return Operation("get", _one(Command("get", (key,)), served), MISS)
 
     def peek(
         self, key_value: int, digest: bytes | None, now: float
     ) -> Operation[StoredEntry | None]:
         key, digest = self.layout.entry_key(key_value), check_digest(digest)
         request = Pipeline((Command("get", (key,)), Command("pttl", (key,))))
-        return Operation("peek", _one(request, self._snapshot(digest, now)), None)
+        snapshot = _one(request, lambda replies: self._entry(replies[0], digest, now, replies[1]))
+        return Operation("peek", snapshot, None)
 
     def set(
         self, key_value: int, digest: bytes | None, value: object, ttl: float, now: float
@@ -364,46 +360,32 @@ class RedisOperations:
         with self._lock:
             self._collisions = 0
 
-    def _served(self, digest: bytes | None, now: float) -> Callable[[object], object]:
-        def served(blob: object) -> object:
-            """The value of a ``GET`` reply for a probe with ``digest`` at ``now``, or MISS."""
-            entry = None if blob is None else self._unpack(blob)
-            if entry is None:
-                return MISS
-            stored_digest, created_at, ttl, payload = entry
-            if self.layout.time_source == "caller" and now >= created_at + ttl:
-                return MISS
-            if digest is not None and digest != stored_digest:
+    def _entry(
+        self, blob: object, digest: bytes | None, now: float, pttl: object = None
+    ) -> StoredEntry | None:
+        """The entry of a ``GET`` reply that a probe with ``digest`` at ``now`` may see.
+        ``pttl`` (what Redis says is left of its life) is given by ``peek`` only: a
+        snapshot, which counts no collision."""
+        entry = None if blob is None else self._unpack(blob)
+        if entry is None:
+            return None
+        stored_digest, created_at, ttl, payload = entry
+        if self.layout.time_source == "caller":
+            if now >= created_at + ttl:
+                return None
+        elif pttl is not None:
+            # The writer's clock means nothing here: say when, on the caller's clock,
+            # the entry was written, from what Redis says is left of its life.
+            if not isinstance(pttl, int) or pttl < 0:
+                return None
+            created_at = now - (self.layout.ttl_ms(ttl) - pttl) / 1000.0
+        if digest is not None and digest != stored_digest:
+            if pttl is None:
                 with self._lock:
                     self._collisions += 1
-                return MISS
-            return self._decode(payload, MISS)
-
-        return served
-
-    def _snapshot(
-        self, digest: bytes | None, now: float
-    ) -> Callable[[list[Any]], StoredEntry | None]:
-        def snapshot(replies: list[Any]) -> StoredEntry | None:
-            blob, pttl = replies
-            entry = None if blob is None else self._unpack(blob)
-            if entry is None:
-                return None
-            stored_digest, created_at, ttl, payload = entry
-            if self.layout.time_source == "redis":
-                # The writer's clock means nothing here: say when, on the caller's clock,
-                # the entry was written, from what Redis says is left of its life.
-                if not isinstance(pttl, int) or pttl < 0:
-                    return None
-                created_at = now - (self.layout.ttl_ms(ttl) - pttl) / 1000.0
-            elif now >= created_at + ttl:
-                return None
-            if digest is not None and digest != stored_digest:
-                return None
-            value = self._decode(payload, MISS)
-            return None if value is MISS else StoredEntry(value, created_at, ttl, 0)
-
-        return snapshot
+            return None
+        value = self._decode(payload, MISS)
+        return None if value is MISS else StoredEntry(value, created_at, ttl, 0)
 
     def _unpack(self, blob: object) -> tuple[bytes | None, float, float, bytes] | None:
         try:

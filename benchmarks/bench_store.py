@@ -9,7 +9,8 @@ under a fresh key prefix and deletes nothing else). Needs ``redis-server`` and t
   the server (``INFO commandstats``: one ``EVALSHA`` per breaker check);
 - seconds per call, as ratios to ``json.loads`` of the ~50 KB agent request of
   ``bodies.py`` measured in the same run (``timing.py``), with the in-memory store and
-  the guards (``LoopBreaker.check``) on either store;
+  the guards (``LoopBreaker.check``) on either store, and on a Redis store whose circuit
+  is open (Redis failing: the check fails open without calling it);
 - checks per second against local Redis: one process, then 4 processes at once.
 
 Not a test: nothing here fails on a slow machine.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import multiprocessing
 import shutil
 import socket
@@ -31,6 +33,8 @@ from multiprocessing.synchronize import Event
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from bodies import agent_request_bytes
 from loopfuse import DedupCache, LoopBreaker, RequestKey
@@ -40,6 +44,7 @@ from loopfuse.stores.redis import RedisStore
 from timing import interleaved, report
 
 DIGEST = bytes(range(32))
+NO_RETRY = Retry(NoBackoff(), 0)
 SESSIONS = 1000
 
 
@@ -53,13 +58,18 @@ class CountingRedis(redis.Redis):  # type: ignore[misc]
         return super().execute_command(*args, **kwargs)
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 def start_server() -> tuple[subprocess.Popen[bytes], str]:
     binary = shutil.which("redis-server")
     if binary is None:
         sys.exit("redis-server not found (Debian: apt-get install redis-server), or pass --url")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"
@@ -101,6 +111,13 @@ def round_trips(url: str, prefix: str) -> None:
         for _ in range(100):
             step()
         print(f"  {name:<34} {(CountingRedis.commands - before) / 100:.2f}")
+    open_breaker = open_circuit_breaker(prefix, CountingRedis(port=free_port(), retry=NO_RETRY))
+    before = CountingRedis.commands
+    for _ in range(100):
+        open_breaker.check("guard", 42)
+    print(
+        f"  {'LoopBreaker.check, circuit open':<34} {(CountingRedis.commands - before) / 100:.2f}"
+    )
     stats = client.info("commandstats")
     before = stats["cmdstat_evalsha"]["calls"]
     for i in range(1000):
@@ -110,6 +127,23 @@ def round_trips(url: str, prefix: str) -> None:
     client.close()
 
 
+def unreachable_store(prefix: str, client: Any = None, **options: Any) -> RedisStore:
+    """A store on a port nothing listens on: every call fails at once (refused; the
+    client does not retry, as ``RedisStore.from_url``'s does not)."""
+    if client is None:
+        client = redis.Redis(port=free_port(), retry=NO_RETRY)
+    return RedisStore(client, prefix, log_interval=3600.0, **options)
+
+
+def open_circuit_breaker(prefix: str, client: Any = None) -> LoopBreaker:
+    """A breaker whose store's circuit is open (and stays open for the whole run)."""
+    store = unreachable_store(prefix, client, cooldown=3600.0)
+    breaker = LoopBreaker(window=30.0, max_repeats=10**9, store=store)
+    while store.circuit.state != "open":
+        breaker.check("warm", 1)
+    return breaker
+
+
 def per_call(url: str, prefix: str) -> None:
     body = agent_request_bytes()
     store = RedisStore(redis.Redis.from_url(url), prefix)
@@ -117,6 +151,9 @@ def per_call(url: str, prefix: str) -> None:
     memory_cache = MemoryCacheStore()
     shared_breaker = LoopBreaker(window=30.0, max_repeats=10**9, store=store)
     local_breaker = LoopBreaker(window=30.0, max_repeats=10**9)
+    open_breaker = open_circuit_breaker(prefix)
+    down_store = unreachable_store(prefix, failure_threshold=0)
+    down_breaker = LoopBreaker(window=30.0, max_repeats=10**9, store=down_store)
     store.set(1, DIGEST, "a cached answer", 3600.0, 0.0)
     memory_cache.set(1, DIGEST, "a cached answer", 3600.0, 0.0)
     counter = iter(range(10**9))
@@ -133,6 +170,8 @@ def per_call(url: str, prefix: str) -> None:
         "memory store: cache get (hit)": lambda: memory_cache.get(1, DIGEST, now()),
         "LoopBreaker.check, default store": lambda: local_breaker.check(session(), 42),
         "LoopBreaker.check, Redis store": lambda: shared_breaker.check(session(), 42),
+        "LoopBreaker.check, Redis store, circuit open": lambda: open_breaker.check(session(), 42),
+        "LoopBreaker.check, Redis refusing, no circuit": lambda: down_breaker.check(session(), 42),
         "Redis store: breaker record": lambda: store.record(session(), 42, now(), 30.0, 256),
         "Redis store: cache get (hit)": lambda: store.get(1, DIGEST, now()),
         "Redis store: cache set": lambda: store.set(2, DIGEST, "answer", 60.0, now()),
@@ -140,6 +179,8 @@ def per_call(url: str, prefix: str) -> None:
     print("seconds per call, best of 15 interleaved rounds:")
     report(interleaved(candidates, number=200), "json.loads of the 50 KB body (baseline)")
     assert store.get(1, DIGEST, now()) is not MISS
+    assert open_breaker.store.circuit.state == "open"  # type: ignore[union-attr]
+    assert down_store.circuit.opened == 0
     store.client.close()
 
 
@@ -180,6 +221,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="per throughput run")
     options = parser.parse_args()
     server, url = (None, options.url) if options.url else start_server()
+    logging.getLogger("loopfuse").setLevel(logging.ERROR)  # the failures below are on purpose
     prefix = f"bench:{uuid.uuid4().hex[:8]}:"
     try:
         info = redis.Redis.from_url(url).info("server")

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import inspect
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -95,6 +96,17 @@ class RedisServer:
                 self.process.kill()
                 self.process.wait()
             self.process = None
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The server stalled (SIGSTOP): connections are accepted by the kernel, nothing
+        answers, every command waits its client's timeout. Resumed (SIGCONT) on exit."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.process.send_signal(signal.SIGCONT)
 
     def client(self, **kwargs: Any) -> Any:
         import redis

@@ -60,14 +60,32 @@ def store(server: RedisServer) -> Iterator[RedisStore]:
     client.close()
 
 
-def test_async_stores_are_refused_by_the_sync_guards(server: RedisServer) -> None:
+def test_sync_methods_on_an_async_store_raise_config_error_naming_the_async_one(
+    server: RedisServer,
+) -> None:
     import redis.asyncio
 
     astore = AsyncRedisStore(redis.asyncio.Redis(port=server.port))
-    with pytest.raises(ConfigError, match="AsyncRedisStore"):
-        LoopBreaker(store=astore)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="AsyncRedisStore"):
-        DedupCache(store=astore)  # type: ignore[arg-type]
+    breaker = LoopBreaker(store=astore)
+    cache: DedupCache[str] = DedupCache(store=astore)
+    calls = {
+        "acheck": lambda: breaker.check("s", 1),
+        "acheck_request": lambda: breaker.check_request("s", b'{"input": "x"}'),
+        "areset": lambda: breaker.reset(),
+        "atracked_sessions": lambda: breaker.tracked_sessions,
+        "aget": lambda: cache.get(KEY),
+        "ainsert": lambda: cache.insert(KEY, "v"),
+        "apeek": lambda: KEY in cache,
+        "aclear": lambda: cache.clear(),
+        "aget_or_compute": lambda: cache.get_or_compute(KEY, lambda: "v"),
+        "aget_or_compute_request": lambda: cache.get_or_compute_request(b"{}", lambda: "v"),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ConfigError, match=rf"await (LoopBreaker|DedupCache)\.{name}\(\)"):
+            call()
+    # a configuration error, not a guard failure let through
+    assert breaker.internal_errors == cache.internal_errors == 0
+    assert astore.failure_count == 0
 
 
 def test_breaker_on_redis_decides_like_the_default(store: RedisStore, clock: FakeClock) -> None:
@@ -85,10 +103,12 @@ def test_breaker_on_redis_decides_like_the_default(store: RedisStore, clock: Fak
 
 
 def test_breaker_fails_open_when_redis_is_down_and_closed_when_told(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, clock: FakeClock
 ) -> None:
     with running_server() as server:
-        store = RedisStore.from_url(server.url, timeout=0.2, key_prefix=unique_prefix())
+        store = RedisStore.from_url(
+            server.url, timeout=0.2, key_prefix=unique_prefix(), clock=clock
+        )
         breaker = LoopBreaker(max_repeats=1, store=store)
         closed = LoopBreaker(max_repeats=1, store=store, fail_closed=True)
         assert breaker.enforce("s", 1).allowed
@@ -100,6 +120,7 @@ def test_breaker_fails_open_when_redis_is_down_and_closed_when_told(
         assert all(d.allowed and d.repeats == 0 for d in decisions)
         assert decisions[0].error is not None
         assert "ConnectionError" in decisions[0].error
+        assert "circuit open" in (decisions[-1].error or "")  # Redis no longer called
         assert breaker.internal_errors == 10
         assert len(caplog.records) == 1  # the store logs once per interval, not per request
         refused = closed.check("s", 1)
@@ -108,6 +129,7 @@ def test_breaker_fails_open_when_redis_is_down_and_closed_when_told(
         body = b'{"input": "ping"}'
         assert breaker.check_request("s", body).allowed
         server.start()
+        clock.advance(store.circuit.cooldown)  # the next call probes Redis
         assert breaker.check("s", 1).repeats == 1  # an empty server: flowing and counting
 
 

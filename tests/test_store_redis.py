@@ -210,7 +210,7 @@ def test_redis_down_fails_open_logs_once_per_interval_and_resumes(
     log_clock = LogClock()
     with running_server() as server:
         store = RedisStore.from_url(
-            server.url, timeout=0.2, key_prefix=unique_prefix(), log_clock=log_clock
+            server.url, timeout=0.2, key_prefix=unique_prefix(), clock=log_clock
         )
         assert [store.record("s", 1, 0.0, 30.0, 256) for _ in range(2)] == [1, 2]
         server.stop()
@@ -232,7 +232,10 @@ def test_redis_down_fails_open_logs_once_per_interval_and_resumes(
         with caplog.at_level(logging.WARNING, logger="loopfuse"):
             store.record("s", 1, 0.0, 30.0, 256)
         assert "24 more failure(s)" in caplog.records[0].getMessage()
+        assert store.circuit.state == "open"  # 26 failures in a row: Redis is not called
         server.start()  # same port, empty: the requests flow and count again
+        assert store.record("s", 1, 0.0, 30.0, 256) == 0  # still cooling down
+        log_clock.now += store.circuit.cooldown  # the next call probes
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="loopfuse"):
             assert wait_until(lambda: store.record("s", 1, 0.0, 30.0, 256) > 0)

@@ -10,20 +10,21 @@ which is :class:`~loopfuse.LoopDetector`'s job.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
+from loopfuse._settings import count_setting, env_int, window_seconds
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 from loopfuse.intent import fingerprint as intent_fingerprint
-from loopfuse.stores import BreakerStore, StoreUnavailableError
+from loopfuse.stores import AsyncBreakerStore, BreakerStore, StoreUnavailableError
+from loopfuse.stores._drive import StoreAccess, adrive, drive
 from loopfuse.stores.memory import MemoryBreakerStore
 
 __all__ = ["LoopBreaker", "LoopBroken", "LoopDecision"]
@@ -83,28 +84,6 @@ class LoopBroken(LoopfuseError):
         self.fingerprint = decision.fingerprint
 
 
-def _window_seconds(window: float | timedelta) -> float:
-    if isinstance(window, timedelta):
-        seconds = window.total_seconds()
-    elif isinstance(window, int | float) and not isinstance(window, bool):
-        seconds = float(window)
-    else:
-        raise ConfigError(
-            f"window must be seconds (int/float) or a timedelta, not {type(window).__name__}"
-        )
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ConfigError(f"window must be a positive, finite duration, got {window!r}")
-    return seconds
-
-
-def _count(name: str, value: object, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 class LoopBreaker:
     """Refuses the (N+1)th identical request intent inside a sliding time window.
 
@@ -120,17 +99,25 @@ class LoopBreaker:
         clock: seconds as a float; ``time.monotonic`` by default (inject a fake one in tests).
         fail_closed: refuse, instead of allowing, a request the guard failed to check
             (its store unreachable included).
-        store: where the windows live (a :class:`~loopfuse.stores.BreakerStore`). By
-            default a :class:`~loopfuse.stores.memory.MemoryBreakerStore` of
-            ``max_sessions`` sessions in this process (no I/O); a
-            :class:`~loopfuse.stores.redis.RedisStore` shares them between processes
-            and hosts (and bounds them with TTLs, so ``max_sessions`` does not apply).
+        store: where the windows live (a :class:`~loopfuse.stores.BreakerStore`, or an
+            :class:`~loopfuse.stores.AsyncBreakerStore`). By default a
+            :class:`~loopfuse.stores.memory.MemoryBreakerStore` of ``max_sessions``
+            sessions in this process (no I/O); a :class:`~loopfuse.stores.redis.RedisStore`
+            or :class:`~loopfuse.stores.redis.AsyncRedisStore` shares them between
+            processes and hosts (and bounds them with TTLs, so ``max_sessions`` does not
+            apply).
 
     One instance may be shared by every thread of a server; every operation is O(1)
     amortised in samples and sessions. With a shared store, each check is one round
     trip; if the store cannot be reached the request is let through (``error`` set,
     counted in :attr:`internal_errors`; the store logs it) or, with ``fail_closed``,
     refused. See ``docs/stores.md``.
+
+    asyncio code awaits :meth:`acheck`, :meth:`acheck_request`, :meth:`aenforce`,
+    :meth:`aenforce_request`, :meth:`areset` and :meth:`atracked_sessions`: they never
+    block the event loop (an async store is awaited; the in-memory store does no I/O; a
+    sync shared store is called in a worker thread). The sync methods on an async-only
+    store raise :class:`~loopfuse.errors.ConfigError` naming the async method to use.
 
     >>> now = [0.0]
     >>> breaker = LoopBreaker(window=30, max_repeats=2, clock=lambda: now[0])
@@ -152,12 +139,14 @@ class LoopBreaker:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         clock: Callable[[], float] = time.monotonic,
         fail_closed: bool = False,
-        store: BreakerStore | None = None,
+        store: BreakerStore | AsyncBreakerStore | None = None,
     ) -> None:
-        self.window = _window_seconds(window)
-        self.max_repeats = _count("max_repeats", max_repeats, 0)
-        self.max_samples_per_session = _count("max_samples_per_session", max_samples_per_session, 1)
-        self.max_sessions = _count("max_sessions", max_sessions, 1)
+        self.window = window_seconds(window)
+        self.max_repeats = count_setting("max_repeats", max_repeats, 0)
+        self.max_samples_per_session = count_setting(
+            "max_samples_per_session", max_samples_per_session, 1
+        )
+        self.max_sessions = count_setting("max_sessions", max_sessions, 1)
         if not callable(clock):
             raise ConfigError("clock must be a callable returning seconds as a float")
         self.clock = clock
@@ -166,14 +155,14 @@ class LoopBreaker:
         """How many checks failed internally (and were let through unless fail_closed)."""
         if store is None:
             store = MemoryBreakerStore(self.max_sessions)
-        elif not isinstance(store, BreakerStore) or inspect.iscoroutinefunction(store.record):
+        elif not isinstance(store, BreakerStore | AsyncBreakerStore):
             raise ConfigError(
-                f"store must be a sync loopfuse.stores.BreakerStore (RedisStore, not "
-                f"AsyncRedisStore), got {store!r}"
+                f"store must be a loopfuse.stores.BreakerStore or AsyncBreakerStore, got {store!r}"
             )
-        self.store: BreakerStore = store
+        self.store: BreakerStore | AsyncBreakerStore = store
         """Where the windows live."""
         self._local = store if isinstance(store, MemoryBreakerStore) else None
+        self._access = StoreAccess(store, "record", "LoopBreaker", local=self._local is not None)
         self._lock = threading.Lock()
 
     @classmethod
@@ -193,8 +182,8 @@ class LoopBreaker:
         loopfuse.errors.ConfigError: LOOP_WINDOW_SECS must be a positive integer ..., got 'thirty'
         """
         env = os.environ if environ is None else environ
-        window = _env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, "positive integer")
-        repeats = _env_int(env, "LOOP_MAX_REPEATS", DEFAULT_MAX_REPEATS, 0, "non-negative integer")
+        window = env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, "positive integer")
+        repeats = env_int(env, "LOOP_MAX_REPEATS", DEFAULT_MAX_REPEATS, 0, "non-negative integer")
         return cls(window=window, max_repeats=repeats, **kwargs)  # type: ignore[arg-type]
 
     @property
@@ -205,11 +194,20 @@ class LoopBreaker:
     @property
     def tracked_sessions(self) -> int:
         """Sessions with at least one live sample (idle ones are forgotten on the way)."""
-        return self.store.tracked_sessions(self._now(), self.window)
+        store = self._access.sync("tracked_sessions")
+        return int(store.tracked_sessions(self._now(), self.window))
+
+    async def atracked_sessions(self) -> int:
+        """:attr:`tracked_sessions`, awaited (a method: a property cannot be)."""
+        return int(await self._access.call("tracked_sessions", self._now(), self.window))
 
     def reset(self, session_id: str | None = None) -> None:
         """Forget one session's samples, or every session's when ``session_id`` is None."""
-        self.store.reset(session_id)
+        self._access.sync("reset").reset(session_id)
+
+    async def areset(self, session_id: str | None = None) -> None:
+        """:meth:`reset`, awaited."""
+        await self._access.call("reset", session_id)
 
     def check(self, session_id: str, fingerprint: int) -> LoopDecision:
         """Record one request of ``session_id`` and decide whether it may go.
@@ -218,31 +216,67 @@ class LoopBreaker:
         ``str`` or ``fingerprint`` not an ``int``, and :class:`~loopfuse.errors.ConfigError`
         when the clock returns anything but a finite number.
         """
+        disabled = self._admit(session_id, fingerprint)
+        if disabled is not None:
+            return disabled
+        local = self._local
+        if local is None:  # a shared store is atomic by itself; never hold a lock over I/O
+            store = self._access.sync("check")
+            return drive(self._shared_check(session_id, fingerprint), lambda a: store.record(*a))
+        # Read the clock and record under the store's lock, so that samples arrive in
+        # time order (the window trims from the front).
+        with local.lock:
+            repeats = local.record_locked(
+                session_id, fingerprint, self._now(), self.window, self.max_samples_per_session
+            )
+        return self._decide(session_id, fingerprint, repeats)
+
+    async def acheck(self, session_id: str, fingerprint: int) -> LoopDecision:
+        """:meth:`check` for asyncio: the same decision, and the event loop never waits
+        for the store (see the class docstring).
+
+        >>> import asyncio
+        >>> breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
+        >>> [asyncio.run(breaker.acheck("s", 42)).allowed for _ in range(2)]
+        [True, False]
+        """
+        if self._local is not None:  # no I/O: the sync check, as it is
+            return self.check(session_id, fingerprint)
+        disabled = self._admit(session_id, fingerprint)
+        if disabled is not None:
+            return disabled
+        plan = self._shared_check(session_id, fingerprint)
+        return await adrive(plan, lambda args: self._access.call("record", *args))
+
+    def _admit(self, session_id: object, fingerprint: object) -> LoopDecision | None:
+        """Check the arguments; the decision itself when the breaker is disabled."""
         if not isinstance(session_id, str):
             raise InvalidInputError(f"session_id must be a str, not {type(session_id).__name__}")
         if not isinstance(fingerprint, int) or isinstance(fingerprint, bool):
             raise InvalidInputError(f"fingerprint must be an int, not {type(fingerprint).__name__}")
         if not self.enabled:
             return LoopDecision(True, 0, session_id, fingerprint, 0, self.window)
+        return None
+
+    def _shared_check(
+        self, session_id: str, fingerprint: int
+    ) -> Generator[tuple[str, int, float, float, int], int, LoopDecision]:
+        """One check on a shared store, written once: yields the ``record`` arguments,
+        receives the repeats (run by :func:`~loopfuse.stores._drive.drive` or ``adrive``)."""
+        now = self._now()
         try:
-            local = self._local
-            if local is not None:
-                # Read the clock and record under the store's lock, so that samples
-                # arrive in time order (the window trims from the front).
-                with local.lock:
-                    repeats = local.record_locked(
-                        session_id,
-                        fingerprint,
-                        self._now(),
-                        self.window,
-                        self.max_samples_per_session,
-                    )
-            else:  # a shared store is atomic by itself; never hold a lock over I/O
-                repeats = self.store.record(
-                    session_id, fingerprint, self._now(), self.window, self.max_samples_per_session
-                )
+            repeats = yield (
+                session_id,
+                fingerprint,
+                now,
+                self.window,
+                self.max_samples_per_session,
+            )
         except StoreUnavailableError as exc:  # the store fails closed
             return self._unrecorded(session_id, fingerprint, str(exc), allowed=False)
+        return self._decide(session_id, fingerprint, repeats)
+
+    def _decide(self, session_id: str, fingerprint: int, repeats: int) -> LoopDecision:
         if repeats <= 0:  # the store failed open: nothing was counted
             error = getattr(self.store, "last_error", None) or "the store recorded nothing"
             return self._unrecorded(session_id, fingerprint, f"store: {error}")
@@ -266,23 +300,42 @@ class LoopBreaker:
         >>> breaker.check_request("s", body).allowed, breaker.check_request("s", body).allowed
         (True, False)
         """
+        disabled = self._admit_request(session_id, path)
+        if disabled is not None:
+            return disabled
+        self._access.sync("check_request")  # an async-only store is the caller's bug
+        try:
+            return self.check(session_id, intent_fingerprint(body, path))
+        except Exception as exc:  # fail open: a guard must never take the request path down
+            return self._failed(session_id, exc)
+
+    async def acheck_request(self, session_id: str, body: object, path: str = "") -> LoopDecision:
+        """:meth:`check_request` for asyncio (fingerprinting is CPU work, done in line;
+        the store is awaited as in :meth:`acheck`)."""
+        disabled = self._admit_request(session_id, path)
+        if disabled is not None:
+            return disabled
+        try:
+            return await self.acheck(session_id, intent_fingerprint(body, path))
+        except Exception as exc:  # fail open: a guard must never take the request path down
+            return self._failed(session_id, exc)
+
+    def _admit_request(self, session_id: object, path: object) -> LoopDecision | None:
         if not isinstance(session_id, str):
             raise InvalidInputError(f"session_id must be a str, not {type(session_id).__name__}")
         if not isinstance(path, str):  # the caller's bug, not a guard failure to let through
             raise InvalidInputError(f"path must be a str, not {type(path).__name__}")
         if not self.enabled:
             return LoopDecision(True, 0, session_id, None, 0, self.window)
-        try:
-            return self.check(session_id, intent_fingerprint(body, path))
-        except Exception as exc:  # fail open: a guard must never take the request path down
-            return self._failed(session_id, exc)
+        return None
 
     def enforce(self, session_id: str, fingerprint: int) -> LoopDecision:
         """:meth:`check`, raising :class:`LoopBroken` when the request is refused."""
-        decision = self.check(session_id, fingerprint)
-        if not decision.allowed:
-            raise LoopBroken(decision)
-        return decision
+        return _enforced(self.check(session_id, fingerprint))
+
+    async def aenforce(self, session_id: str, fingerprint: int) -> LoopDecision:
+        """:meth:`acheck`, raising :class:`LoopBroken` when the request is refused."""
+        return _enforced(await self.acheck(session_id, fingerprint))
 
     def enforce_request(self, session_id: str, body: object, path: str = "") -> LoopDecision:
         """:meth:`check_request`, raising :class:`LoopBroken` when the request is refused.
@@ -297,10 +350,11 @@ class LoopBreaker:
         s 2
         loopfuse: request refused. Session 's' sent this same request 2 times within 30s ...
         """
-        decision = self.check_request(session_id, body, path)
-        if not decision.allowed:
-            raise LoopBroken(decision)
-        return decision
+        return _enforced(self.check_request(session_id, body, path))
+
+    async def aenforce_request(self, session_id: str, body: object, path: str = "") -> LoopDecision:
+        """:meth:`acheck_request`, raising :class:`LoopBroken` when the request is refused."""
+        return _enforced(await self.acheck_request(session_id, body, path))
 
     def _failed(self, session_id: str, exc: Exception) -> LoopDecision:
         with self._lock:
@@ -339,15 +393,7 @@ class LoopBreaker:
         )
 
 
-def _env_int(env: Mapping[str, str], name: str, default: int, minimum: int, what: str) -> int:
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = int(raw.strip(), 10)
-    except ValueError:
-        value = None
-    if value is None or value < minimum:
-        suffix = " number of seconds" if name == "LOOP_WINDOW_SECS" else ""
-        raise ConfigError(f"{name} must be a {what}{suffix}, got {raw!r}")
-    return value
+def _enforced(decision: LoopDecision) -> LoopDecision:
+    if not decision.allowed:
+        raise LoopBroken(decision)
+    return decision

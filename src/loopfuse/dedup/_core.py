@@ -2,28 +2,31 @@
 
 The entries live in a :class:`~loopfuse.stores.CacheStore`: by default a
 :class:`~loopfuse.stores.memory.MemoryCacheStore` of ``capacity`` entries (*local*), or a
-shared one such as :class:`~loopfuse.stores.redis.RedisStore`. With the local store,
-callers hold :attr:`CacheCore.io` (which is :attr:`CacheCore.lock`, the store's own lock)
-around every store call, so that a lookup and the single-flight bookkeeping that
-follows it are one step; a shared store is atomic by itself and no lock is held over
-its I/O (``io`` is a no-op; the counters then have a lock of their own).
+shared one such as :class:`~loopfuse.stores.redis.RedisStore` or
+:class:`~loopfuse.stores.redis.AsyncRedisStore`. With the local store, callers hold
+:attr:`CacheCore.io` (which is :attr:`CacheCore.lock`, the store's own lock) around every
+store call, so that a lookup and the single-flight bookkeeping that follows it are one
+step; a shared store is atomic by itself and no lock is held over its I/O (``io`` is a
+no-op; the counters then have a lock of their own). :attr:`CacheCore.access` reaches a
+shared store from sync and async code (:class:`~loopfuse.stores._drive.StoreAccess`): the
+sync paths below on an async-only store raise :class:`~loopfuse.errors.ConfigError`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import operator
 import threading
 from collections.abc import Callable
 from numbers import Real
-from typing import Final, Generic, SupportsIndex, TypeVar
+from typing import Final, Generic, SupportsIndex, TypeVar, cast
 
 from loopfuse.dedup.entries import DedupStats
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.errors import ConfigError, InvalidInputError
-from loopfuse.stores import MISS, CacheStore, StoredEntry
+from loopfuse.stores import MISS, AsyncCacheStore, CacheStore, StoredEntry
+from loopfuse.stores._drive import StoreAccess
 from loopfuse.stores.memory import MemoryCacheStore
 
 __all__ = ["MISSING", "CacheCore", "check_key", "seconds"]
@@ -75,6 +78,7 @@ class CacheCore(Generic[V]):
     """A cache's store, its settings and its hit/miss counters."""
 
     __slots__ = (
+        "access",
         "capacity",
         "clock",
         "default_ttl",
@@ -104,12 +108,14 @@ class CacheCore(Generic[V]):
         self.clock = clock
         if store is None:
             store = MemoryCacheStore(self.capacity)
-        elif not isinstance(store, CacheStore) or inspect.iscoroutinefunction(store.get):
+        elif not isinstance(store, CacheStore | AsyncCacheStore):
             raise ConfigError(
-                f"store must be a sync loopfuse.stores.CacheStore (RedisStore, not "
-                f"AsyncRedisStore), got {store!r}"
+                f"store must be a loopfuse.stores.CacheStore or AsyncCacheStore, got {store!r}"
             )
-        self.store: CacheStore = store
+        self.store: CacheStore | AsyncCacheStore = store
+        self.access = StoreAccess(
+            store, "get", "DedupCache", local=isinstance(store, MemoryCacheStore)
+        )
         self.local: MemoryCacheStore | None = None
         if isinstance(store, MemoryCacheStore):
             # One lock for the entries, the single-flight tables and the counters: the
@@ -168,13 +174,13 @@ class CacheCore(Generic[V]):
         local = self.local
         if local is not None:
             return local.get_locked(key.value, key.digest, now)
-        return self.store.get(key.value, key.digest, now)
+        return self.shared("get").get(key.value, key.digest, now)
 
     def peek(self, key: RequestKey, now: float) -> StoredEntry | None:
         local = self.local
         if local is not None:
             return local.peek_locked(key.value, key.digest, now)
-        return self.store.peek(key.value, key.digest, now)
+        return self.shared("peek").peek(key.value, key.digest, now)
 
     def insert(self, key: RequestKey, value: V, ttl: float, now: float) -> None:
         """Store ``value``: replace an existing entry, or make room and add one."""
@@ -182,7 +188,7 @@ class CacheCore(Generic[V]):
         if local is not None:
             local.set_locked(key.value, key.digest, value, ttl, now)
         else:
-            self.store.set(key.value, key.digest, value, ttl, now)
+            self.shared("insert").set(key.value, key.digest, value, ttl, now)
 
     def evict_expired(self, now: float) -> int:
         local = self.local
@@ -197,6 +203,15 @@ class CacheCore(Generic[V]):
         if local is not None:
             local.clear_locked()
         else:
-            self.store.clear()
+            self.shared("clear").clear()
+        self.forget_stats()
+
+    def forget_stats(self) -> None:
+        """Reset the hit and miss counts (after a clear)."""
         with self.stats_lock or contextlib.nullcontext():
             self.reset_stats()
+
+    def shared(self, method: str) -> CacheStore:
+        """The shared store, for the sync ``DedupCache.method``; a
+        :class:`~loopfuse.errors.ConfigError` when it is async-only."""
+        return cast(CacheStore, self.access.sync(method))

@@ -21,9 +21,13 @@ thread to its waiters in memory. Across processes the store is the meeting point
   its caller, with a warning on the ``loopfuse`` logger.
 
 Stats, as in one process: the computing caller counts a miss, a caller served a value
-(from the store, or after waiting) a hit. The store's calls are sync: in
-:func:`acompute` each one blocks the event loop for one round trip (bounded by the
-client's ``socket_timeout``); waiting is ``asyncio.sleep``.
+(from the store, or after waiting) a hit.
+
+The logic is written once, as a plan (:func:`_plan`) that yields its store calls, its
+pauses and the factory call; :func:`compute` runs it with plain calls and
+``time.sleep``, :func:`acompute` awaits each one, so an asyncio task never blocks its
+event loop on the store (an async store is awaited, a sync one runs in a worker thread:
+see :class:`~loopfuse.stores._drive.StoreAccess`).
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ import contextvars
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar, cast
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 from loopfuse.dedup._core import MISSING, CacheCore
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
@@ -42,6 +46,7 @@ from loopfuse.dedup.keys import RequestKey
 from loopfuse.dedup.singleflight import _deadline, _remaining
 from loopfuse.errors import InvalidInputError
 from loopfuse.stores import StoreUnavailableError
+from loopfuse.stores._drive import adrive, drive
 
 __all__ = ["DEFAULT_LOCK_TTL", "acompute", "compute"]
 
@@ -65,16 +70,82 @@ def _lock_ttl(core: CacheCore[V]) -> float:
     return wait if 0 < wait < math.inf else DEFAULT_LOCK_TTL
 
 
-def _probe(core: CacheCore[V], key: RequestKey) -> object:
-    return core.lookup(key, core.now())
+class StoreCall(NamedTuple):
+    """``store.<method>(*args)``."""
+
+    method: str
+    args: tuple[object, ...]
 
 
-def _store(core: CacheCore[V], key: RequestKey, value: V, ttl: float) -> None:
-    # The caller paid for this value: it gets it even when it cannot be cached.
+class Pause(NamedTuple):
+    """Wait ``seconds`` before polling the store again."""
+
+    seconds: float
+
+
+COMPUTE: Final = "compute"
+"""Run the caller's factory; the plan receives its value."""
+
+Step = StoreCall | Pause | str
+
+
+def _plan(
+    core: CacheCore[V], key: RequestKey, ttl: float, deadline: float | None
+) -> Generator[Step, Any, V]:
+    """The stored value of ``key``, or the factory's, computed once across processes."""
+    flight = (key.value, key.digest)
+    if flight in _computing.get():
+        core.count(hit=False)
+        raise SingleFlightReentryError(f"the factory for {key!r} asked for its own key")
+    lock_ttl = _lock_ttl(core)
+    pause = _FIRST_POLL
+    while True:
+        value = yield StoreCall("get", (key.value, key.digest, core.now()))
+        if value is not MISSING:
+            core.count(hit=True)
+            return cast(V, value)
+        token = yield StoreCall("acquire", (key.value, key.digest, lock_ttl))
+        if token is not None:
+            break
+        left = _remaining(deadline)
+        if left is not None and left <= 0:
+            core.count(hit=False)
+            raise SingleFlightTimeoutError(f"timed out waiting for the value of {key!r}")
+        try:
+            yield Pause(pause if left is None else min(pause, left))
+        except BaseException:  # cancelled (or interrupted) while waiting
+            core.count(hit=False)
+            raise
+        pause = min(pause * 2, _LAST_POLL)
+    release = StoreCall("release", (key.value, key.digest, token))
+    mark = _computing.set(_computing.get() | {flight})
     try:
-        core.insert(key, value, ttl, core.now())
+        result = yield from _lead(core, key, ttl)
+    except GeneratorExit:  # abandoned by its driver: the lock expires by its TTL
+        _computing.reset(mark)
+        raise
+    except BaseException:
+        _computing.reset(mark)
+        yield release
+        raise
+    _computing.reset(mark)
+    yield release
+    return result
+
+
+def _lead(core: CacheCore[V], key: RequestKey, ttl: float) -> Generator[Step, Any, V]:
+    value = yield StoreCall("get", (key.value, key.digest, core.now()))  # stored meanwhile?
+    if value is not MISSING:
+        core.count(hit=True)
+        return cast(V, value)
+    core.count(hit=False)
+    result: V = yield COMPUTE
+    try:
+        yield StoreCall("set", (key.value, key.digest, result, ttl, core.now()))
     except (InvalidInputError, StoreUnavailableError) as exc:
+        # The caller paid for this value: it gets it even when it cannot be cached.
         logger.warning("loopfuse: DedupCache could not store the value of %r: %s", key, exc)
+    return result
 
 
 def compute(
@@ -85,49 +156,17 @@ def compute(
     timeout: object,
 ) -> V:
     """The stored value of ``key``, or ``factory()`` run once across processes."""
-    deadline = _deadline(core, timeout)
-    flight = (key.value, key.digest)
-    if flight in _computing.get():
-        core.count(hit=False)
-        raise SingleFlightReentryError(f"the factory for {key!r} asked for its own key")
-    pause = _FIRST_POLL
-    while True:
-        value = _probe(core, key)
-        if value is not MISSING:
-            core.count(hit=True)
-            return cast(V, value)
-        token = core.store.acquire(key.value, key.digest, _lock_ttl(core))
-        if token is not None:
-            return _lead(core, key, flight, token, factory, ttl)
-        left = _remaining(deadline)
-        if left is not None and left <= 0:
-            core.count(hit=False)
-            raise SingleFlightTimeoutError(f"timed out waiting for the value of {key!r}")
-        time.sleep(pause if left is None else min(pause, left))
-        pause = min(pause * 2, _LAST_POLL)
+    store = core.shared("get_or_compute")
+    plan = _plan(core, key, ttl, _deadline(core, timeout))
 
+    def perform(step: Step) -> Any:
+        if isinstance(step, StoreCall):
+            return getattr(store, step.method)(*step.args)
+        if isinstance(step, Pause):
+            return time.sleep(step.seconds)
+        return factory()
 
-def _lead(
-    core: CacheCore[V],
-    key: RequestKey,
-    flight: tuple[int, bytes | None],
-    token: str,
-    factory: Callable[[], V],
-    ttl: float,
-) -> V:
-    mark = _computing.set(_computing.get() | {flight})
-    try:
-        value = _probe(core, key)  # stored between our miss and our lock?
-        if value is not MISSING:
-            core.count(hit=True)
-            return cast(V, value)
-        core.count(hit=False)
-        result = factory()
-        _store(core, key, result, ttl)
-        return result
-    finally:
-        _computing.reset(mark)
-        core.store.release(key.value, key.digest, token)
+    return drive(plan, perform)
 
 
 async def acompute(
@@ -138,50 +177,14 @@ async def acompute(
     timeout: object,
 ) -> V:
     """The stored value of ``key``, or ``await factory()`` once across processes."""
-    deadline = _deadline(core, timeout)
-    flight = (key.value, key.digest)
-    if flight in _computing.get():
-        core.count(hit=False)
-        raise SingleFlightReentryError(f"the factory for {key!r} asked for its own key")
-    pause = _FIRST_POLL
-    while True:
-        value = _probe(core, key)
-        if value is not MISSING:
-            core.count(hit=True)
-            return cast(V, value)
-        token = core.store.acquire(key.value, key.digest, _lock_ttl(core))
-        if token is not None:
-            return await _alead(core, key, flight, token, factory, ttl)
-        left = _remaining(deadline)
-        if left is not None and left <= 0:
-            core.count(hit=False)
-            raise SingleFlightTimeoutError(f"timed out waiting for the value of {key!r}")
-        try:
-            await asyncio.sleep(pause if left is None else min(pause, left))
-        except BaseException:  # cancelled while waiting
-            core.count(hit=False)
-            raise
-        pause = min(pause * 2, _LAST_POLL)
+    access = core.access
+    plan = _plan(core, key, ttl, _deadline(core, timeout))
 
+    async def perform(step: Step) -> Any:
+        if isinstance(step, StoreCall):
+            return await access.call(step.method, *step.args)
+        if isinstance(step, Pause):
+            return await asyncio.sleep(step.seconds)
+        return await factory()
 
-async def _alead(
-    core: CacheCore[V],
-    key: RequestKey,
-    flight: tuple[int, bytes | None],
-    token: str,
-    factory: Callable[[], Awaitable[V]],
-    ttl: float,
-) -> V:
-    mark = _computing.set(_computing.get() | {flight})
-    try:
-        value = _probe(core, key)
-        if value is not MISSING:
-            core.count(hit=True)
-            return cast(V, value)
-        core.count(hit=False)
-        result = await factory()
-        _store(core, key, result, ttl)
-        return result
-    finally:
-        _computing.reset(mark)
-        core.store.release(key.value, key.digest, token)
+    return await adrive(plan, perform)

@@ -22,24 +22,28 @@ time to live per entry and single-flight computation for threads and asyncio tas
   key; the others wait (up to a timeout) and get the same value.
 - **Stores.** The entries live in a :class:`~loopfuse.stores.CacheStore`: by default a
   :class:`~loopfuse.stores.memory.MemoryCacheStore` in this process (no I/O, everything
-  above); with ``store=RedisStore(...)`` they are shared by processes and hosts, and
-  single flight spans them (see :mod:`loopfuse.dedup._shared` and ``docs/stores.md``).
+  above); with ``store=RedisStore(...)`` (or ``AsyncRedisStore``) they are shared by
+  processes and hosts, and single flight spans them (see :mod:`loopfuse.dedup._shared`
+  and ``docs/stores.md``).
+- **asyncio.** ``aget``, ``ainsert``, ``apeek``, ``aclear`` and ``aget_or_compute``
+  never block the event loop (see :mod:`loopfuse.dedup._async`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar, cast
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 from loopfuse.dedup import _shared, singleflight
+from loopfuse.dedup._async import AsyncDedupMethods
 from loopfuse.dedup._core import MISSING, CacheCore, check_key, seconds
 from loopfuse.dedup.entries import CachedResponse, DedupStats
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.errors import InvalidInputError
-from loopfuse.stores import CacheStore
+from loopfuse.stores import AsyncCacheStore, CacheStore
 
 __all__ = ["DEFAULT_TTL", "DEFAULT_WAIT_TIMEOUT", "DedupCache"]
 
@@ -58,7 +62,7 @@ cannot block its waiters for good. ``math.inf`` waits forever.
 """
 
 
-class DedupCache(Generic[V]):
+class DedupCache(AsyncDedupMethods[V]):
     """A bounded, thread-safe cache of answers by :class:`~loopfuse.dedup.RequestKey`.
 
     ``capacity`` (an int >= 1) bounds the number of entries; ``default_ttl`` (seconds,
@@ -99,7 +103,7 @@ class DedupCache(Generic[V]):
         *,
         wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
         fail_closed: bool = False,
-        store: CacheStore | None = None,
+        store: CacheStore | AsyncCacheStore | None = None,
     ) -> None:
         self._core: CacheCore[V] = CacheCore(capacity, default_ttl, clock, wait_timeout, store)
         self._flights: singleflight.FlightTables[V] = singleflight.FlightTables()
@@ -127,7 +131,7 @@ class DedupCache(Generic[V]):
         return self._core.default_ttl
 
     @property
-    def store(self) -> CacheStore:
+    def store(self) -> CacheStore | AsyncCacheStore:
         """Where the entries live."""
         return self._core.store
 
@@ -271,41 +275,6 @@ class DedupCache(Generic[V]):
             return _shared.compute(core, checked, factory, duration, timeout)
         return singleflight.compute(core, self._flights, checked, factory, duration, timeout)
 
-    async def aget_or_compute(
-        self,
-        key: RequestKey,
-        factory: Callable[[], Awaitable[V]],
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-    ) -> V:
-        """:meth:`get_or_compute` for asyncio: ``await factory()`` once per key.
-
-        Tasks of one event loop share a computation. If the computing task is cancelled
-        (or its factory raises), nothing is cached and a waiting task takes over, so
-        waiters never hang on a task that is gone; a cancelled waiter leaves the others
-        undisturbed.
-
-        >>> import asyncio
-        >>> async def main() -> tuple[str, str]:
-        ...     cache: DedupCache[str] = DedupCache(capacity=8)
-        ...     async def ask() -> str:
-        ...         await asyncio.sleep(0)
-        ...         return "answer"
-        ...     key = RequestKey.from_str("question")
-        ...     a, b = await asyncio.gather(cache.aget_or_compute(key, ask),
-        ...                                 cache.aget_or_compute(key, ask))
-        ...     return a, cache.stats.summary()
-        >>> asyncio.run(main())
-        ('answer', 'requests=2 hits=1 misses=1 evictions=0 hit_rate=50.0%')
-        """
-        checked = check_key(key)
-        core = self._core
-        duration = core.default_ttl if ttl is None else seconds(ttl, "ttl")
-        if core.local is None:
-            return await _shared.acompute(core, checked, factory, duration, timeout)
-        return await singleflight.acompute(core, self._flights, checked, factory, duration, timeout)
-
     def get_or_compute_request(
         self,
         body: object,
@@ -336,6 +305,8 @@ class DedupCache(Generic[V]):
         """
         if not isinstance(path, str):
             raise InvalidInputError(f"path must be a str, not {type(path).__name__}")
+        if self._core.local is None:
+            self._core.shared("get_or_compute_request")  # async-only: the caller's bug
         produced: list[V] = []
         factory_failed = False
 

@@ -25,7 +25,13 @@ exceptions out. When the backend is down, slow or erroring, the operation *fails
 ``record`` returns ``0`` (nothing was counted: let the request go), ``get``/``peek`` miss,
 ``set``/``release``/``reset``/``clear`` do nothing, ``acquire`` grants the lock (compute
 without single flight). A store built with ``fail_closed=True`` raises
-:class:`StoreUnavailableError` instead.
+:class:`StoreUnavailableError` instead. After repeated failures its circuit
+(:mod:`loopfuse.stores.circuit`) stops calling the backend for a cool-down, so that a
+stalled backend costs one timeout per cool-down, not one per call.
+
+:class:`AsyncBreakerStore` and :class:`AsyncCacheStore` are the same operations, awaited.
+The guards take a store of either kind: their ``a``-prefixed methods (``acheck``,
+``aget_or_compute``, ...) await an async store and never block the event loop.
 
 >>> from loopfuse.stores.memory import MemoryBreakerStore
 >>> store: BreakerStore = MemoryBreakerStore()

@@ -1,7 +1,7 @@
 """Redis stores: breaker windows and cached answers shared by processes and hosts.
 
-Needs ``redis-py`` (``pip install 'loopfuse[redis]'``), imported only by
-:meth:`RedisStore.from_url`; a store is otherwise built around a client you made:
+Needs ``redis-py`` (``pip install 'loopfuse[redis]'``), imported only by ``from_url``; a
+store is otherwise built around a client you made:
 
 .. code-block:: python
 
@@ -12,9 +12,12 @@ Needs ``redis-py`` (``pip install 'loopfuse[redis]'``), imported only by
     store = RedisStore(client, key_prefix="myapp:loopfuse:")
 
 :class:`RedisStore` (``redis.Redis``) and :class:`AsyncRedisStore`
-(``redis.asyncio.Redis``) do the same things in the same keys, so sync and asyncio
-workers can share one Redis. Each is both a :class:`~loopfuse.stores.BreakerStore` and a
-:class:`~loopfuse.stores.CacheStore` (their asyncio counterparts for the second).
+(``redis.asyncio.Redis``) run the very same operations (written once, in
+:mod:`loopfuse.stores._redis_protocol`) on the same keys, so sync and asyncio workers
+share one Redis. Each is both a breaker store and a cache store
+(:class:`~loopfuse.stores.BreakerStore` and :class:`~loopfuse.stores.CacheStore`, or
+their asyncio counterparts); the guards take either (``await breaker.acheck(...)``,
+``await cache.aget_or_compute(...)`` with the asyncio one never block the event loop).
 
 - **One round trip per guard step.** ``record``: one ``EVALSHA`` of a Lua script that
   trims, caps, adds and counts atomically. ``get``: one ``GET``. ``set``: one
@@ -28,37 +31,43 @@ workers can share one Redis. Each is both a :class:`~loopfuse.stores.BreakerStor
   clock; in production every process must pass a shared clock such as ``time.time``).
 - **Failures.** Redis down, slow (past the client's ``socket_timeout``) or erroring:
   the operation fails open (``record`` returns 0, reads miss, writes are dropped,
-  ``acquire`` grants), the failure is counted in :attr:`RedisStore.failure_count` and
-  logged on the ``loopfuse`` logger at most once per ``log_interval`` seconds.
-  ``fail_closed=True`` raises :class:`~loopfuse.stores.StoreUnavailableError` instead.
-  No redis-py exception leaves the store.
+  ``acquire`` grants), the failure is counted in ``failure_count`` and logged on the
+  ``loopfuse`` logger at most once per ``log_interval`` seconds. ``fail_closed=True``
+  raises :class:`~loopfuse.stores.StoreUnavailableError` instead. No redis-py exception
+  leaves the store.
+- **A stalled Redis costs one timeout per cool-down**, not one per call: after
+  ``failure_threshold`` failures in a row (within ``failure_window`` seconds) the store
+  stops calling Redis for ``cooldown`` seconds, then lets one probe through (see
+  :mod:`loopfuse.stores.circuit`); meanwhile operations fail at once, by the policy.
 - **Values** go through ``codec`` (default: :data:`~loopfuse.stores.codecs.DEFAULT_CODEC`:
   bytes, str, JSON values); never pickle.
-
-Key layout and TTLs: :mod:`loopfuse.stores._redis_base`.
 """
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from loopfuse.errors import InvalidInputError
-from loopfuse.stores import MISS, StoredEntry
-from loopfuse.stores._redis_async import AsyncRedisStore
-from loopfuse.stores._redis_base import BREAKER_LUA, RELEASE_LUA, check_ttl
-from loopfuse.stores._redis_store import (
-    DEFAULT_KEY_PREFIX,
-    DEFAULT_LOG_INTERVAL,
-    DEFAULT_MAX_TTL,
+from loopfuse.errors import ConfigError
+from loopfuse.stores import StoredEntry
+from loopfuse.stores._drive import adrive, drive
+from loopfuse.stores._redis_protocol import (
     SCAN_BATCH,
-    StoreBase,
-    check_client,
-    check_digest,
-    fail_fast_client,
-    server_now,
+    SCRIPTS,
+    Command,
+    Layout,
+    Operation,
+    RedisOperations,
+    Request,
+    Scan,
+)
+from loopfuse.stores._trap import FailureTrap
+from loopfuse.stores.circuit import (
+    DEFAULT_COOLDOWN,
+    DEFAULT_FAILURE_THRESHOLD,
+    DEFAULT_FAILURE_WINDOW,
+    StoreCircuit,
 )
 from loopfuse.stores.codecs import DEFAULT_CODEC, Codec
 
@@ -66,10 +75,159 @@ if TYPE_CHECKING:
     import redis
     import redis.asyncio
 
-__all__ = ["DEFAULT_KEY_PREFIX", "DEFAULT_MAX_TTL", "AsyncRedisStore", "RedisStore"]
+__all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "DEFAULT_LOG_INTERVAL",
+    "DEFAULT_MAX_TTL",
+    "AsyncRedisStore",
+    "RedisStore",
+]
+
+T = TypeVar("T")
+
+DEFAULT_KEY_PREFIX: Final = "loopfuse:"
+DEFAULT_MAX_TTL: Final = 30 * 24 * 3600.0
+"""The longest TTL a key gets (an answer cached "forever" lives this long)."""
+DEFAULT_LOG_INTERVAL: Final = 60.0
+"""Seconds between two failure warnings on the ``loopfuse`` logger."""
 
 
-class RedisStore(StoreBase):
+def fail_fast_client(url: str, timeout: float, *, asynchronous: bool) -> Any:
+    """A client that gives up after ``timeout`` seconds and does not retry: the guard
+    fails open at once instead of holding the request while Redis is away."""
+    import redis
+    import redis.asyncio
+    import redis.asyncio.retry
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    if asynchronous:
+        options["retry"] = redis.asyncio.retry.Retry(NoBackoff(), 0)
+        return redis.asyncio.Redis.from_url(url, **options)
+    options["retry"] = Retry(NoBackoff(), 0)
+    return redis.Redis.from_url(url, **options)
+
+
+async def _collect(keys: Any) -> list[bytes]:
+    return [key async for key in keys]
+
+
+class _RedisStoreBase:
+    """What both Redis stores are: settings, counters, and :meth:`_issue`."""
+
+    _asynchronous: bool = False
+
+    def __init__(
+        self,
+        client: Any,
+        key_prefix: str = DEFAULT_KEY_PREFIX,
+        *,
+        time_source: str = "redis",
+        fail_closed: bool = False,
+        codec: Codec = DEFAULT_CODEC,
+        max_ttl: float = DEFAULT_MAX_TTL,
+        log_interval: float = DEFAULT_LOG_INTERVAL,
+        failure_threshold: int = DEFAULT_FAILURE_THRESHOLD,
+        failure_window: float = DEFAULT_FAILURE_WINDOW,
+        cooldown: float = DEFAULT_COOLDOWN,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        kind = "redis.asyncio.Redis" if self._asynchronous else "redis.Redis"
+        if not callable(getattr(client, "register_script", None)):
+            raise ConfigError(f"client must be a {kind}, got {type(client).__name__}")
+        connection_kwargs = getattr(client, "get_connection_kwargs", None)
+        if callable(connection_kwargs) and connection_kwargs().get("decode_responses"):
+            raise ConfigError(
+                "the Redis client must return bytes: build it with decode_responses=False"
+            )
+        self._trap = FailureTrap(
+            "Redis",
+            fail_closed=fail_closed,
+            log_interval=log_interval,
+            clock=clock,
+            failure_threshold=failure_threshold,
+            failure_window=failure_window,
+            cooldown=cooldown,
+        )
+        self._ops = RedisOperations(Layout(key_prefix, time_source, max_ttl), codec, self._trap)
+        self.client = client
+        self._scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
+
+    @property
+    def layout(self) -> Layout:
+        """The store's keys (see :mod:`loopfuse.stores._redis_protocol`)."""
+        return self._ops.layout
+
+    @property
+    def codec(self) -> Codec:
+        """How cached values become bytes and back."""
+        return self._ops.codec
+
+    @property
+    def key_prefix(self) -> str:
+        """The prefix of every key this store writes."""
+        return self._ops.layout.prefix
+
+    @property
+    def time_source(self) -> str:
+        """``"redis"`` (the server's clock) or ``"caller"`` (the ``now`` arguments)."""
+        return self._ops.layout.time_source
+
+    @property
+    def fail_closed(self) -> bool:
+        """Whether a failure raises :class:`~loopfuse.stores.StoreUnavailableError`."""
+        return self._trap.fail_closed
+
+    @property
+    def failure_count(self) -> int:
+        """Operations that failed: Redis down, slow or erroring, the circuit open (they
+        did not call Redis), or an entry holding junk."""
+        return self._trap.count
+
+    @property
+    def last_error(self) -> str | None:
+        """The last failure, as ``"operation: error"``; ``None`` before any."""
+        return self._trap.last_error
+
+    @property
+    def circuit(self) -> StoreCircuit:
+        """The store's circuit: its ``state``, ``opened`` and ``short_circuited`` counts."""
+        return self._trap.circuit
+
+    @property
+    def collisions(self) -> int:
+        """Reads that found an answer stored for other content under the same value."""
+        return self._ops.collisions
+
+    @property
+    def evictions(self) -> int:
+        """Always 0: Redis expires and evicts entries by itself."""
+        return 0
+
+    def _issue(self, request: Request) -> Any:
+        """Send one request: its reply (sync client) or an awaitable of it (asyncio)."""
+        client = self.client
+        if isinstance(request, Scan):
+            keys = client.scan_iter(match=request.pattern, count=SCAN_BATCH)
+            return _collect(keys) if self._asynchronous else list(keys)
+        if isinstance(request, Command):
+            if request.script:
+                return self._scripts[request.name](**request.kwargs)
+            return getattr(client, request.name)(*request.args, **request.kwargs)
+        pipe = client.pipeline(transaction=False)
+        for command in request.commands:
+            getattr(pipe, command.name)(*command.args, **command.kwargs)
+        return pipe.execute()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(key_prefix={self.key_prefix!r}, "
+            f"time_source={self.time_source!r})"
+        )
+
+
+class RedisStore(_RedisStoreBase):
     """Shared breaker windows and answers in Redis, through a ``redis.Redis`` client.
 
     Args:
@@ -83,7 +241,10 @@ class RedisStore(StoreBase):
         codec: turns cached values into bytes and back (never pickle).
         max_ttl: the longest TTL any key gets, in seconds.
         log_interval: seconds between two failure warnings on the ``loopfuse`` logger.
-        log_clock: the real-time clock that spaces those warnings.
+        failure_threshold: failures in a row that open the circuit (3; 0: never).
+        failure_window: seconds within which they must fall (10).
+        cooldown: seconds the open circuit keeps Redis uncalled before a probe (5).
+        clock: real seconds (``time.monotonic``): spaces the warnings, times the circuit.
 
     Bad settings raise :class:`~loopfuse.errors.ConfigError`; arguments of the wrong
     type :class:`~loopfuse.errors.InvalidInputError` (before any round trip).
@@ -94,31 +255,7 @@ class RedisStore(StoreBase):
     loopfuse.errors.ConfigError: client must be a redis.Redis, got object
     """
 
-    def __init__(
-        self,
-        client: redis.Redis,
-        key_prefix: str = DEFAULT_KEY_PREFIX,
-        *,
-        time_source: str = "redis",
-        fail_closed: bool = False,
-        codec: Codec = DEFAULT_CODEC,
-        max_ttl: float = DEFAULT_MAX_TTL,
-        log_interval: float = DEFAULT_LOG_INTERVAL,
-        log_clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        check_client(client, asynchronous=False)
-        super().__init__(
-            key_prefix,
-            time_source=time_source,
-            fail_closed=fail_closed,
-            codec=codec,
-            max_ttl=max_ttl,
-            log_interval=log_interval,
-            log_clock=log_clock,
-        )
-        self.client = client
-        self._record_script = client.register_script(BREAKER_LUA)
-        self._release_script = client.register_script(RELEASE_LUA)
+    client: redis.Redis
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = 0.25, **kwargs: Any) -> RedisStore:
@@ -126,135 +263,118 @@ class RedisStore(StoreBase):
         after ``timeout`` seconds and never retries. Other keywords go to the store."""
         return cls(fail_fast_client(url, timeout, asynchronous=False), **kwargs)
 
+    def _run(self, operation: Operation[T]) -> T:
+        with self._trap.attempt(operation.name, operation.fallback) as attempt:
+            if attempt.admitted:
+                attempt.value = drive(operation.plan, self._issue)
+        return attempt.value
+
     def record(
         self, session_id: str, fingerprint: int, now: float, window: float, max_samples: int
     ) -> int:
         """See :meth:`loopfuse.stores.BreakerStore.record`: one ``EVALSHA``."""
-        keys, args = self._record_args(session_id, fingerprint, now, window, max_samples)
-        try:
-            repeats = self._record_script(keys=keys, args=args)
-        except Exception as exc:
-            self.failures.failed("record", exc)
-            return 0
-        self.failures.succeeded()
-        return int(repeats)
+        return self._run(self._ops.record(session_id, fingerprint, now, window, max_samples))
 
     def reset(self, session_id: str | None = None) -> None:
         """See :meth:`loopfuse.stores.BreakerStore.reset`: one ``DEL``, or a ``SCAN``."""
-        try:
-            if session_id is not None:
-                self.client.delete(*self.layout.session_keys(session_id))
-            else:
-                self._unlink_all("b")
-        except InvalidInputError:
-            raise
-        except Exception as exc:
-            self.failures.failed("reset", exc)
-            return
-        self.failures.succeeded()
+        self._run(self._ops.reset(session_id))
 
     def tracked_sessions(self, now: float, window: float) -> int:
         """See :meth:`loopfuse.stores.BreakerStore.tracked_sessions` (a ``SCAN``)."""
-        try:
-            if self.layout.time_source == "redis":
-                now = server_now(*self.client.time())
-            tails: list[object] = []
-            keys = list(self.client.scan_iter(match=self.layout.pattern("b"), count=SCAN_BATCH))
-            samples = [key for key in keys if key.endswith(b":s")]
-            for start in range(0, len(samples), SCAN_BATCH):
-                pipe = self.client.pipeline(transaction=False)
-                for key in samples[start : start + SCAN_BATCH]:
-                    pipe.zrange(key, -1, -1, withscores=True)
-                tails += pipe.execute()
-        except Exception as exc:
-            self.failures.failed("tracked_sessions", exc)
-            return 0
-        self.failures.succeeded()
-        return self._live(tails, now, window)
+        return self._run(self._ops.tracked_sessions(now, window))
 
     def get(self, key_value: int, digest: bytes | None, now: float) -> object:
         """See :meth:`loopfuse.stores.CacheStore.get`: one ``GET``."""
-        key = self.layout.entry_key(key_value)
-        digest = check_digest(digest)
-        try:
-            blob = self.client.get(key)
-        except Exception as exc:
-            self.failures.failed("get", exc)
-            return MISS
-        self.failures.succeeded()
-        return self._served(blob, digest, now)
+        return self._run(self._ops.get(key_value, digest, now))
 
     def peek(self, key_value: int, digest: bytes | None, now: float) -> StoredEntry | None:
         """See :meth:`loopfuse.stores.CacheStore.peek`: one pipelined ``GET`` + ``PTTL``."""
-        key = self.layout.entry_key(key_value)
-        digest = check_digest(digest)
-        try:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.get(key)
-            pipe.pttl(key)
-            blob, pttl = pipe.execute()
-        except Exception as exc:
-            self.failures.failed("peek", exc)
-            return None
-        self.failures.succeeded()
-        return self._snapshot(blob, pttl, digest, now)
+        return self._run(self._ops.peek(key_value, digest, now))
 
     def set(
         self, key_value: int, digest: bytes | None, value: object, ttl: float, now: float
     ) -> None:
         """See :meth:`loopfuse.stores.CacheStore.set`: one ``SET ... PX``. A value the
         codec cannot encode raises :class:`~loopfuse.errors.InvalidInputError`."""
-        key, blob, ttl_ms = self._entry_blob(key_value, check_digest(digest), value, ttl, now)
-        try:
-            self.client.set(key, blob, px=ttl_ms)
-        except Exception as exc:
-            self.failures.failed("set", exc)
-            return
-        self.failures.succeeded()
+        self._run(self._ops.set(key_value, digest, value, ttl, now))
 
     def acquire(self, key_value: int, digest: bytes | None, ttl: float) -> str | None:
         """See :meth:`loopfuse.stores.CacheStore.acquire`: one ``SET ... NX PX``."""
-        key = self.layout.lock_key(key_value, check_digest(digest))
-        token = secrets.token_hex(16)
-        try:
-            taken = self.client.set(key, token, nx=True, px=self.layout.ttl_ms(check_ttl(ttl)))
-        except Exception as exc:
-            self.failures.failed("acquire", exc)
-            return token  # failing open: compute, without single flight
-        self.failures.succeeded()
-        return token if taken else None
+        return self._run(self._ops.acquire(key_value, digest, ttl))
 
     def release(self, key_value: int, digest: bytes | None, token: str) -> None:
         """See :meth:`loopfuse.stores.CacheStore.release`: one ``EVALSHA``."""
-        key = self.layout.lock_key(key_value, check_digest(digest))
-        try:
-            self._release_script(keys=[key], args=[token])
-        except Exception as exc:
-            self.failures.failed("release", exc)
-            return
-        self.failures.succeeded()
+        self._run(self._ops.release(key_value, digest, token))
 
     def clear(self) -> None:
         """See :meth:`loopfuse.stores.CacheStore.clear` (a ``SCAN``); resets ``collisions``."""
-        try:
-            self._unlink_all("c")
-            self._unlink_all("l")
-        except Exception as exc:
-            self.failures.failed("clear", exc)
-            return
-        self.failures.succeeded()
-        with self._counter_lock:
-            self._collisions = 0
+        self._run(self._ops.clear())
 
-    def _unlink_all(self, kind: str) -> None:
-        batch: list[bytes] = []
-        for key in self.client.scan_iter(match=self.layout.pattern(kind), count=SCAN_BATCH):
-            batch.append(key)
-            if len(batch) >= SCAN_BATCH:
-                self.client.unlink(*batch)
-                batch.clear()
-        if batch:
-            self.client.unlink(*batch)
 
-    def __repr__(self) -> str:
-        return f"RedisStore(key_prefix={self.key_prefix!r}, time_source={self.time_source!r})"
+class AsyncRedisStore(_RedisStoreBase):
+    """:class:`RedisStore` for asyncio, through a ``redis.asyncio.Redis`` client: an
+    :class:`~loopfuse.stores.AsyncBreakerStore` and :class:`~loopfuse.stores.AsyncCacheStore`.
+
+    Same arguments, keys, scripts, clock, circuit and failure policy as
+    :class:`RedisStore`; a slow Redis makes the awaiting task wait, never the event
+    loop. A cancelled operation is not a failure: the cancellation propagates.
+
+    >>> AsyncRedisStore(object())
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: client must be a redis.asyncio.Redis, got object
+    """
+
+    _asynchronous = True
+    client: redis.asyncio.Redis
+
+    @classmethod
+    def from_url(cls, url: str, *, timeout: float = 0.25, **kwargs: Any) -> AsyncRedisStore:
+        """See :meth:`RedisStore.from_url`."""
+        return cls(fail_fast_client(url, timeout, asynchronous=True), **kwargs)
+
+    async def _run(self, operation: Operation[T]) -> T:
+        with self._trap.attempt(operation.name, operation.fallback) as attempt:
+            if attempt.admitted:
+                attempt.value = await adrive(operation.plan, self._issue)
+        return attempt.value
+
+    async def record(
+        self, session_id: str, fingerprint: int, now: float, window: float, max_samples: int
+    ) -> int:
+        """See :meth:`RedisStore.record`."""
+        return await self._run(self._ops.record(session_id, fingerprint, now, window, max_samples))
+
+    async def reset(self, session_id: str | None = None) -> None:
+        """See :meth:`RedisStore.reset`."""
+        await self._run(self._ops.reset(session_id))
+
+    async def tracked_sessions(self, now: float, window: float) -> int:
+        """See :meth:`RedisStore.tracked_sessions`."""
+        return await self._run(self._ops.tracked_sessions(now, window))
+
+    async def get(self, key_value: int, digest: bytes | None, now: float) -> object:
+        """See :meth:`RedisStore.get`."""
+        return await self._run(self._ops.get(key_value, digest, now))
+
+    async def peek(self, key_value: int, digest: bytes | None, now: float) -> StoredEntry | None:
+        """See :meth:`RedisStore.peek`."""
+        return await self._run(self._ops.peek(key_value, digest, now))
+
+    async def set(
+        self, key_value: int, digest: bytes | None, value: object, ttl: float, now: float
+    ) -> None:
+        """See :meth:`RedisStore.set`."""
+        await self._run(self._ops.set(key_value, digest, value, ttl, now))
+
+    async def acquire(self, key_value: int, digest: bytes | None, ttl: float) -> str | None:
+        """See :meth:`RedisStore.acquire`."""
+        return await self._run(self._ops.acquire(key_value, digest, ttl))
+
+    async def release(self, key_value: int, digest: bytes | None, token: str) -> None:
+        """See :meth:`RedisStore.release`."""
+        await self._run(self._ops.release(key_value, digest, token))
+
+    async def clear(self) -> None:
+        """See :meth:`RedisStore.clear`."""
+        await self._run(self._ops.clear())

@@ -1,0 +1,170 @@
+"""A stalled ``redis-server`` (SIGSTOP), then resumed (SIGCONT): what the guards pay.
+
+Wall time is the subject here (a real server, real timeouts), so the bounds are generous
+multiples of the client timeout, never exact timings: without the circuit, each guarded
+request waits a full timeout (20 checks: 20 timeouts); with it, a stalled store costs
+``failure_threshold`` timeouts and then fails at once. asyncio code must not notice the
+stall at all: a ticker task measures how late the event loop runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from loopfuse import DedupCache, LoopBreaker, RequestKey
+from loopfuse.stores.redis import AsyncRedisStore, RedisStore
+from store_helpers import RedisServer, redis_or_skip, running_server, unique_prefix
+
+redis_or_skip()
+
+T = TypeVar("T")
+
+TIMEOUT = 0.25
+COOLDOWN = 0.5
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    with running_server() as server:
+        yield server
+
+
+def timed(call: Callable[[], T]) -> tuple[T, float]:
+    start = time.monotonic()
+    result = call()
+    return result, time.monotonic() - start
+
+
+async def with_loop_lag(work: Awaitable[T]) -> tuple[T, float]:
+    """``work``'s result, and the longest the event loop kept a 10 ms ticker waiting
+    beyond its 10 ms while ``work`` ran."""
+    lag = 0.0
+    running = True
+
+    async def ticker() -> None:
+        nonlocal lag
+        while running:
+            start = time.monotonic()
+            await asyncio.sleep(0.01)
+            lag = max(lag, time.monotonic() - start - 0.01)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)  # the ticker is running before the work starts
+    try:
+        result = await work
+    finally:
+        running = False
+        await task  # its last tick measures the end of the work too
+    return result, lag
+
+
+# -- sync ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threshold", [1, 3])
+def test_a_stalled_redis_costs_threshold_timeouts_not_one_per_check(
+    server: RedisServer, threshold: int
+) -> None:
+    prefix = unique_prefix()
+    store = RedisStore.from_url(
+        server.url, timeout=TIMEOUT, key_prefix=prefix, failure_threshold=threshold,
+        cooldown=COOLDOWN,
+    )  # fmt: skip
+    breaker = LoopBreaker(max_repeats=3, store=store)
+    assert breaker.check("s", 1).repeats == 1
+    with server.paused():
+        decisions, elapsed = timed(lambda: [breaker.check("s", 1) for _ in range(20)])
+    assert all(d.allowed and d.repeats == 0 for d in decisions)
+    assert store.circuit.short_circuited == 20 - threshold
+    # Without the circuit: 20 timeouts (5 s). With it: `threshold` of them.
+    assert elapsed < (threshold + 2) * TIMEOUT, elapsed
+    assert breaker.internal_errors == 20
+    # Resumed: after the cool-down, one probe closes the circuit, and the window shared
+    # with other processes counts again (another store stands for another process).
+    time.sleep(COOLDOWN)
+    other = LoopBreaker(max_repeats=3, store=RedisStore.from_url(server.url, key_prefix=prefix))
+    assert breaker.check("s", 1).repeats >= 2  # a timed-out record may have landed late
+    assert store.circuit.state == "closed"
+    repeats = other.check("s", 1).repeats
+    assert breaker.check("s", 1).repeats == repeats + 1
+    assert not breaker.check("s", 1).allowed
+
+
+# -- asyncio ------------------------------------------------------------------------------
+
+
+def test_blocking_calls_on_the_loop_would_show_as_lag(server: RedisServer) -> None:
+    # The control: the ticker does see a blocking store call on the event loop.
+    store = RedisStore.from_url(server.url, timeout=TIMEOUT, key_prefix=unique_prefix())
+
+    async def blocking() -> int:
+        return store.record("s", 1, 0.0, 30.0, 256)
+
+    with server.paused():
+        repeats, lag = asyncio.run(with_loop_lag(blocking()))
+    assert repeats == 0
+    assert lag >= 0.8 * TIMEOUT
+
+
+@pytest.mark.parametrize("kind", ["async store", "sync store (worker thread)"])
+def test_asyncio_checks_on_a_stalled_redis_never_stall_the_loop(
+    server: RedisServer, kind: str
+) -> None:
+    prefix = unique_prefix()
+    options: dict[str, Any] = {"timeout": TIMEOUT, "key_prefix": prefix, "cooldown": COOLDOWN}
+    store_type = AsyncRedisStore if kind == "async store" else RedisStore
+
+    async def scenario() -> None:
+        store = store_type.from_url(server.url, **options)
+        breaker = LoopBreaker(max_repeats=3, store=store)
+        assert (await breaker.acheck("s", 1)).repeats == 1
+        with server.paused():
+            many = asyncio.gather(*(breaker.acheck("s", 1) for _ in range(10)))
+            decisions, lag = await with_loop_lag(many)
+            assert all(d.allowed and d.repeats == 0 for d in decisions)
+            assert store.circuit.state == "open"
+            after, lag_after = await with_loop_lag(breaker.acheck("s", 1))
+            assert after.error is not None
+            assert "circuit open" in after.error
+        assert max(lag, lag_after) < TIMEOUT / 2, (lag, lag_after)
+        await asyncio.sleep(COOLDOWN)
+        assert (await breaker.acheck("s", 1)).repeats >= 2  # counting again
+        assert store.circuit.state == "closed"
+        if isinstance(store, AsyncRedisStore):
+            await store.client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_aget_or_compute_on_a_stalled_redis_never_stalls_the_loop(server: RedisServer) -> None:
+    async def scenario() -> None:
+        store = AsyncRedisStore.from_url(
+            server.url, timeout=TIMEOUT, key_prefix=unique_prefix(), cooldown=COOLDOWN
+        )
+        cache: DedupCache[str] = DedupCache(store=store)
+        calls: list[int] = []
+
+        async def ask() -> str:
+            calls.append(1)
+            return "computed"
+
+        keys = [RequestKey.from_str(f"question {n}") for n in range(5)]
+        with server.paused():
+            work = asyncio.gather(*(cache.aget_or_compute(key, ask) for key in keys))
+            answers, lag = await with_loop_lag(work)
+        assert answers == ["computed"] * 5
+        assert len(calls) == 5  # every caller computes: as without a cache
+        assert lag < TIMEOUT / 2, lag
+        await asyncio.sleep(COOLDOWN)
+        assert await cache.aget_or_compute(keys[0], ask) == "computed"  # the probe: a miss
+        assert await cache.aget_or_compute(keys[0], ask) == "computed"  # served from Redis
+        assert len(calls) == 6
+        assert store.circuit.state == "closed"
+        await store.client.aclose()
+
+    asyncio.run(scenario())

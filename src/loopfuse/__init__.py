@@ -8,6 +8,8 @@ Call a guard before every LLM request:
 - :class:`DedupCache` answers an identical request from cache instead of paying again.
 - :mod:`loopfuse.intent` turns any OpenAI, Anthropic, Gemini or Ollama request body into
   one canonical intent and fingerprints it.
+- :mod:`loopfuse.events`: every decision as a :class:`GuardEvent`, for your logs, metrics
+  and traces (``on_event=`` on each guard and integration).
 
 >>> import loopfuse
 >>> breaker = loopfuse.LoopBreaker(window=30, max_repeats=5)
@@ -46,6 +48,7 @@ from loopfuse.detector import (
     scan_intent,
 )
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
+from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent, log_events
 from loopfuse.stores import (
     AsyncBreakerStore,
     AsyncCacheStore,
@@ -68,6 +71,10 @@ __all__ = [
     "ConfigError",
     "DedupCache",
     "DedupStats",
+    "EventAction",
+    "EventCallback",
+    "EventSink",
+    "GuardEvent",
     "InvalidInputError",
     "LoopBreaker",
     "LoopBroken",
@@ -90,6 +97,7 @@ __all__ = [
     "intent",
     "is_costly_batch",
     "is_observation_batch",
+    "log_events",
     "normalize_answer",
     "results_digest",
     "scan",

@@ -92,7 +92,7 @@ def test_error_raises_loop_detected() -> None:
 
 def test_note_reaches_the_model_but_not_the_state() -> None:
     model = ScriptedModel(seen=[], heeds_notes=True)
-    middleware = LoopfuseMiddleware(exit_behavior="note")
+    middleware = LoopfuseMiddleware(mode="note")
     result = agent_with(model, middleware).invoke(START, LIMIT)
     assert result["messages"][-1].content == f"done after {len(model.seen)} calls"
     note = model.seen[-1][-1]
@@ -118,7 +118,7 @@ def test_async_agent() -> None:
     assert result["messages"][-1].content.startswith("Loop detected")
 
     noting = ScriptedModel(seen=[], heeds_notes=True)
-    agent = agent_with(noting, LoopfuseMiddleware(exit_behavior="note"))
+    agent = agent_with(noting, LoopfuseMiddleware(mode="note"))
     result = asyncio.run(agent.ainvoke(START, LIMIT))
     assert result["messages"][-1].content.startswith("done after")
 
@@ -127,6 +127,8 @@ def test_a_failing_guard_fails_open_or_ends_the_run_when_closed() -> None:
     class Broken:
         def scan(self, body: object) -> Any:
             raise RuntimeError("boom")
+
+        scan_intent = scan  # the guard reads the parsed intent
 
     opened = LoopfuseMiddleware(detector=Broken())
     model = ScriptedModel(seen=[], commands=lambda turn: None if turn > 3 else "make")
@@ -145,6 +147,9 @@ def test_configuration() -> None:
     assert LoopfuseMiddleware().guard.breaker is None  # histories grow: no exact repeats
     with pytest.raises(ConfigError, match="exit_behavior"):
         LoopfuseMiddleware(exit_behavior="stop")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="mode='note'"):
+        LoopfuseMiddleware(exit_behavior="note")  # type: ignore[arg-type]
+    assert LoopfuseMiddleware().guard.mode == "warn"
     with pytest.raises(ConfigError, match="cache"):
         LoopfuseMiddleware(cache=DedupCache())
 

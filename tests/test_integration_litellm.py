@@ -60,7 +60,7 @@ def first_refusal(handler: LoopfuseHandler) -> tuple[int, LoopRefusedError]:
 
 
 def test_a_looping_request_is_refused_with_a_400() -> None:
-    n, exc = first_refusal(LoopfuseHandler())
+    n, exc = first_refusal(LoopfuseHandler(mode="refuse"))
     assert n > 1
     assert isinstance(exc, litellm.BadRequestError)
     assert exc.status_code == 400
@@ -80,19 +80,46 @@ def test_other_call_types_and_progress_pass() -> None:
     assert hook(handler, data) is None
 
 
-def test_the_breaker_counts_per_session_then_per_key() -> None:
-    handler = LoopfuseHandler(breaker=LoopBreaker(max_repeats=2, clock=lambda: 0.0))
+def test_the_breaker_counts_per_session_and_per_end_user_and_never_without() -> None:
+    def handler(**options: Any) -> LoopfuseHandler:
+        breaker = LoopBreaker(max_repeats=2, clock=lambda: 0.0)
+        return LoopfuseHandler(breaker=breaker, mode="refuse", **options)
+
     plain = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-    assert hook(handler, {**plain, "litellm_session_id": "s1"}) is None
-    assert hook(handler, {**plain, "litellm_session_id": "s1"}) is None
-    with pytest.raises(LoopRefusedError) as caught:
-        hook(handler, {**plain, "litellm_session_id": "s1"})
-    assert caught.value.code == "repeated_request"
-    assert hook(handler, {**plain, "metadata": {"session_id": "s2"}}) is None
-    for _ in range(2):  # no session: the API key is the session
-        assert hook(handler, dict(plain)) is None
+    for marked in (
+        {"litellm_session_id": "s1"},  # LiteLLM's own session (x-litellm-session-id)
+        {"metadata": {"session_id": "s2"}},
+        {"user": "customer-7"},  # the end user, as LiteLLM tracks it
+        {"litellm_metadata": {"user": "customer-8"}},
+        {"metadata": {"user_id": "customer-9"}},
+        {"safety_identifier": "hash-1"},
+    ):
+        guarded = handler()
+        assert hook(guarded, {**plain, **marked}) is None
+        assert hook(guarded, {**plain, **marked}) is None
+        with pytest.raises(LoopRefusedError) as caught:
+            hook(guarded, {**plain, **marked})
+        assert caught.value.code == "repeated_request"
+    # No session and no end user: many users behind one key are never refused for
+    # each other, unless the proxy opts into one shared session or counts per key.
+    unscoped = handler()
+    for _ in range(6):
+        assert hook(unscoped, dict(plain)) is None
+    per_key = handler(session_id=lambda data, key: key.token)
+    assert hook(per_key, dict(plain)) is None
+    assert hook(per_key, dict(plain)) is None
     with pytest.raises(LoopRefusedError):
-        hook(handler, dict(plain))
+        hook(per_key, dict(plain))
+    shared = handler(shared_session="everyone")
+    hook(shared, dict(plain))
+    hook(shared, dict(plain))
+    with pytest.raises(LoopRefusedError):
+        hook(shared, dict(plain))
+    # A junk end user falls back (to no session here) and is counted.
+    junk = handler()
+    for _ in range(4):
+        assert hook(junk, {**plain, "user": {"id": 7}}) is None
+    assert junk.guard.input_fallbacks == 4
 
 
 def test_note_mode_returns_the_request_with_a_note() -> None:
@@ -115,6 +142,8 @@ def test_a_failing_guard_fails_open_or_refuses_when_closed() -> None:
     class Broken:
         def scan(self, body: object) -> Any:
             raise RuntimeError("boom")
+
+        scan_intent = scan  # the guard reads the parsed intent
 
     assert hook(LoopfuseHandler(detector=Broken()), stuck(8)) is None
     with pytest.raises(LoopRefusedError) as caught:

@@ -31,7 +31,9 @@ NOTE = "[loopfuse] Loop detected: change approach."
 # many parallel tool calls, each with its results. Every generated conversation starts
 # with "ask" and ends where a request may be sent (after "ask" or a call's results).
 STEPS = st.lists(
-    st.one_of(st.just(("ask", 0)), st.just(("say", 0)), st.tuples(st.just("call"), st.integers(1, 3))),
+    st.one_of(
+        st.just(("ask", 0)), st.just(("say", 0)), st.tuples(st.just("call"), st.integers(1, 3))
+    ),
     max_size=8,
 )
 
@@ -107,7 +109,9 @@ def anthropic(steps: list[tuple[str, int]], prefill: bool = False) -> dict[str, 
             messages.append(
                 {
                     "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": i, "content": "x"} for i in ids],
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": i, "content": "x"} for i in ids
+                    ],
                 }
             )
     if messages[-1]["role"] == "assistant":

@@ -150,7 +150,9 @@ def test_a_retry_that_ignores_its_backoff_is_counted(clock: FakeClock) -> None:
     def throttled(request: Any) -> Any:
         clock.advance(0.1)
         sent.append(request)
-        return httpx2.Response(429, json={"error": {"message": "wait"}}, headers={"retry-after": "10"})
+        return httpx2.Response(
+            429, json={"error": {"message": "wait"}}, headers={"retry-after": "10"}
+        )
 
     sent: list[Any] = []
     breaker = LoopBreaker(window=30, max_repeats=2, clock=clock)
@@ -226,6 +228,13 @@ def test_another_seed_or_more_choices_is_another_request(clock: FakeClock) -> No
         client.chat.completions.create(model="gpt-4o", messages=QUESTION, user="x", temperature=0.6)
 
 
+def laps(lap: Callable[[], None], most: int = 20) -> None:
+    """Run an agent's laps until loopfuse stops it (its error propagates)."""
+    for _ in range(most):
+        lap()
+    raise AssertionError(f"the agent was never stopped in {most} laps")
+
+
 def stuck_upstream(bodies: list[dict[str, Any]]) -> Callable[[Any], Any]:
     def answer(request: Any) -> Any:
         bodies.append(json.loads(request.content))
@@ -244,12 +253,15 @@ def test_warn_is_the_default_a_note_first_then_a_refusal(clock: FakeClock) -> No
     client = client_for(stuck_upstream(bodies), clock, breaker=None, on_event=events.append)
     assert client.guard.mode == "warn"
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+
+    def lap() -> None:
+        reply = client.chat.completions.create(model="gpt-4o", messages=messages)
+        call = reply.choices[0].message.tool_calls[0]
+        messages.append(reply.choices[0].message.model_dump(exclude_none=True))
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
+
     with pytest.raises(openai.BadRequestError) as caught:
-        for _ in range(20):
-            reply = client.chat.completions.create(model="gpt-4o", messages=messages)
-            call = reply.choices[0].message.tool_calls[0]
-            messages.append(reply.choices[0].message.model_dump(exclude_none=True))
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
+        laps(lap)
     noted = [b for b in bodies if b["messages"][-1]["role"] == "user" and len(b["messages"]) > 1]
     assert len(noted) == 1  # one note, on the last request that went out
     assert noted[0] is bodies[-1]
@@ -275,17 +287,22 @@ def test_a_retry_of_a_noted_request_is_noted_again_not_refused(clock: FakeClock)
             failures[0] += 1
             bodies.append(body)
             clock.advance(1)
-            return httpx2.Response(429, json={"error": {"message": "busy"}}, headers={"retry-after-ms": "1"})
+            return httpx2.Response(
+                429, json={"error": {"message": "busy"}}, headers={"retry-after-ms": "1"}
+            )
         return answer(request)
 
     client = client_for(flaky, clock, max_retries=3, breaker=None)
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+
+    def lap() -> None:
+        reply = client.chat.completions.create(model="gpt-4o", messages=messages)
+        call = reply.choices[0].message.tool_calls[0]
+        messages.append(reply.choices[0].message.model_dump(exclude_none=True))
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
+
     with pytest.raises(openai.BadRequestError):
-        for _ in range(20):
-            reply = client.chat.completions.create(model="gpt-4o", messages=messages)
-            call = reply.choices[0].message.tool_calls[0]
-            messages.append(reply.choices[0].message.model_dump(exclude_none=True))
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
+        laps(lap)
     noted = [b for b in bodies if b["messages"][-1]["role"] == "user" and len(b["messages"]) > 1]
     assert len(noted) == 3  # the noted request and its two retries, all with the note
     assert noted[0] == noted[1] == noted[2]

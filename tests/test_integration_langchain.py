@@ -16,7 +16,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
-from loopfuse import ConfigError
+from dialect_rules import check_openai_chat
+from loopfuse import ConfigError, GuardEvent
 from loopfuse.detector import LoopDetected
 from loopfuse.integrations import MissingExtraError, _extras
 from loopfuse.integrations.langchain import LoopfuseMiddleware
@@ -102,6 +103,34 @@ def test_note_reaches_the_model_but_not_the_state() -> None:
     assert not any("[loopfuse]" in str(m.content) for m in result["messages"])
     assert middleware.last_decision is not None
     assert middleware.last_decision.code == "repeat"
+
+
+def test_warn_is_the_default_a_note_first_then_the_end() -> None:
+    from langchain_core.messages import convert_to_openai_messages
+
+    events: list[GuardEvent] = []
+    model = ScriptedModel(seen=[])
+    middleware = LoopfuseMiddleware(on_event=events.append)
+    result = agent_with(model, middleware).invoke(START, LIMIT)
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage)
+    assert last.content.endswith(
+        "This loop went on after loopfuse's note about it, so it was stopped."
+    )
+    noted = [i for i, seen in enumerate(model.seen) if "[loopfuse]" in str(seen[-1].content)]
+    assert noted == [len(model.seen) - 1]  # one model call saw the note: the last one
+    assert isinstance(model.seen[-1][-1], HumanMessage)
+    assert isinstance(model.seen[-1][-2], ToolMessage)
+    check_openai_chat({"messages": convert_to_openai_messages(model.seen[-1])})
+    assert not any("[loopfuse]" in str(m.content) for m in result["messages"][:-1])
+    assert [(e.action, e.integration) for e in events] == [
+        ("loop_noted", "langchain"),
+        ("loop_refused", "langchain"),
+    ]
+    # A model that heeds the note finishes its task.
+    heeding = ScriptedModel(seen=[], heeds_notes=True)
+    result = agent_with(heeding, LoopfuseMiddleware()).invoke(START, LIMIT)
+    assert result["messages"][-1].content == f"done after {len(heeding.seen)} calls"
 
 
 def test_an_agent_making_progress_is_left_alone() -> None:

@@ -4,6 +4,8 @@ proxy's own pre-call and error handling when its dependencies are installed."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 from typing import Any
 
@@ -16,9 +18,13 @@ litellm = pytest.importorskip("litellm", reason="the litellm extra is not instal
 from litellm.caching.dual_cache import DualCache  # noqa: E402
 from litellm.proxy._types import UserAPIKeyAuth  # noqa: E402
 
+from dialect_rules import check_openai_chat  # noqa: E402
 from loopfuse import ConfigError, DedupCache, LoopBreaker  # noqa: E402
-from loopfuse.integrations import Guard, MissingExtraError, _extras  # noqa: E402
+from loopfuse.integrations import Guard, MissingExtraError, _extras, loop_message  # noqa: E402
+from loopfuse.integrations.httpx import GuardTransport  # noqa: E402
 from loopfuse.integrations.litellm import LoopfuseHandler, LoopRefusedError  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")  # LiteLLM's own
 
 KEY = UserAPIKeyAuth(token="hashed-key-1")
 
@@ -201,7 +207,7 @@ def test_through_the_proxy_pre_call_hook_and_its_error_handling(
     from litellm.proxy.common_request_processing import ProxyBaseLLMRequestProcessing
 
     handler = LoopfuseHandler()
-    monkeypatch.setattr(litellm, "callbacks", [handler])
+    register(monkeypatch, handler)
     proxy_logging = proxy_utils.ProxyLogging(user_api_key_cache=DualCache())
 
     async def run() -> ProxyException:
@@ -225,3 +231,145 @@ def test_through_the_proxy_pre_call_hook_and_its_error_handling(
     assert answered.message.startswith("Loop detected: you called `bash`")
     body = answered.to_dict()  # what the proxy sends the client, under "error"
     assert (body["type"], str(body["code"])) == ("loop_detected", "400")
+
+
+# --- the LiteLLM SDK: handler in litellm.callbacks, the OpenAI client on a MockTransport ---
+
+
+class StuckOpenAI:
+    """A fake OpenAI server answering every chat call with the same tool call."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, request: Any) -> Any:
+        import httpx2
+
+        body = json.loads(request.content)
+        check_openai_chat(body)  # every body LiteLLM sends, noted ones included, is valid
+        self.bodies.append(body)
+        n = len(self.bodies)
+        function = {"name": "bash", "arguments": '{"command": "make"}'}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": f"c{n}", "type": "function", "function": function}],
+        }
+        choice = {"index": 0, "finish_reason": "tool_calls", "message": message}
+        usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        completion = {"id": "x", "object": "chat.completion", "created": 0, "model": "gpt-4o"}
+        return httpx2.Response(200, json={**completion, "choices": [choice], "usage": usage})
+
+
+_CALLBACK_LISTS = (
+    "callbacks",
+    "input_callback",
+    "success_callback",
+    "failure_callback",
+    "_async_input_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+)
+
+
+def register(monkeypatch: pytest.MonkeyPatch, *handlers: LoopfuseHandler) -> None:
+    """``litellm.callbacks = handlers`` for one test: LiteLLM copies callbacks into its
+    other global lists on first use, so those are put back afterwards too."""
+    for name in _CALLBACK_LISTS:
+        monkeypatch.setattr(litellm, name, [])
+    litellm.callbacks = list(handlers)
+
+
+async def stuck_agent(client: Any, laps: int = 20) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+    for _ in range(laps):
+        reply = await litellm.acompletion(model="gpt-4o", messages=messages, client=client)
+        call = reply.choices[0].message.tool_calls[0]
+        function = {"name": call.function.name, "arguments": call.function.arguments}
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call.id, "type": "function", "function": function}],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
+    raise AssertionError("never stopped")
+
+
+def test_the_async_sdk_is_guarded_a_note_first_then_a_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    openai = pytest.importorskip("openai")
+    httpx2 = pytest.importorskip("httpx2")
+    upstream = StuckOpenAI()
+    handler = LoopfuseHandler()
+    register(monkeypatch, handler)
+    client = openai.AsyncOpenAI(
+        api_key="sk-test", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(upstream))
+    )
+    with pytest.raises(LoopRefusedError) as caught:
+        asyncio.run(stuck_agent(client))
+    assert caught.value.code == "repeat"
+    assert loop_message(caught.value) == str(caught.value)
+    assert str(caught.value).endswith("so it was stopped.")
+    noted = [
+        b for b in upstream.bodies if b["messages"][-1]["role"] == "user" and len(b["messages"]) > 1
+    ]
+    assert len(noted) == 1
+    assert noted[0] is upstream.bodies[-1]
+    assert noted[0]["messages"][-1]["content"].startswith("[loopfuse] Loop detected")
+
+
+def test_a_call_checked_by_the_proxy_is_not_checked_again_by_the_deployment_hook() -> None:
+    handler = LoopfuseHandler(mode="refuse", breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+    data = {
+        "model": "gpt-4o",
+        "messages": [{"role": "user", "content": "hi"}],
+        "user": "u",
+        "litellm_call_id": "call-1",
+    }
+    assert hook(handler, dict(data)) is None
+    # The router's deployment hook for the same call (and its retries) lets it be.
+    for _ in range(3):
+        assert (
+            asyncio.run(handler.async_pre_call_deployment_hook(dict(data), "acompletion")) is None
+        )
+    with pytest.raises(LoopRefusedError):  # a new call of the same request is a repeat
+        hook(handler, {**data, "litellm_call_id": "call-2"})
+
+
+def test_the_sync_sdk_cannot_be_guarded_by_a_callback_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    openai = pytest.importorskip("openai")
+    httpx2 = pytest.importorskip("httpx2")
+    upstream = StuckOpenAI()
+    handler = LoopfuseHandler(mode="refuse", breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+    register(monkeypatch, handler)
+    client = openai.OpenAI(
+        api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(upstream))
+    )
+    question = [{"role": "user", "content": "hi"}]
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        for _ in range(3):
+            litellm.completion(model="gpt-4o", messages=question, client=client, user="u")
+    assert len(upstream.bodies) == 3  # LiteLLM runs no hook that could have stopped them
+    assert handler.unguarded_calls == 3
+    assert handler.guard.internal_errors == 1
+    [record] = [r for r in caplog.records if r.name == "loopfuse"]
+    assert "cannot guard LiteLLM's sync 'completion' call" in record.getMessage()
+    # The fix the message names: the SDK client on GuardTransport.
+    register(monkeypatch)
+    guarded = GuardTransport(
+        httpx2.MockTransport(upstream), breaker=LoopBreaker(max_repeats=1), mode="refuse"
+    )
+    client = openai.OpenAI(
+        api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=guarded)
+    )
+    litellm.completion(model="gpt-4o", messages=question, client=client, user="u")
+    with pytest.raises(litellm.BadRequestError) as caught:
+        litellm.completion(model="gpt-4o", messages=question, client=client, user="u")
+    message = loop_message(caught.value)
+    assert message is not None
+    assert message.startswith("Loop detected: this exact request has been sent 2 times")

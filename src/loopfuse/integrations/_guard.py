@@ -258,7 +258,7 @@ class Guard:
         if self.mode == "refuse":
             return self._refuse(prepared, loop)
         if self.mode == "warn":
-            key = (prepared.identity, loop.code, loop.signature or "")
+            key = (prepared.owner(), loop.code, loop.signature or "")
             now = self.clock()
             if self._notes.get(key, now) is not None:
                 ignored = replace(loop, message=f"{loop.message} {_IGNORED_NOTE}")

@@ -1,8 +1,8 @@
 """``prepare``: everything the guard learns from one parse of a request, before any guard.
 
-The analysis (value, dialect, canonical intent), the breaker session and the identity
-notes and retries are remembered under, the breaker fingerprint (with the sampling
-identity folded in) and whether the answer streams. Pure: no clock, no store, no state.
+The analysis (value, dialect, canonical intent), the breaker session, the breaker
+fingerprint (with the sampling identity folded in) and whether the answer streams.
+Pure: no clock, no store, no state.
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ class Prepared:
     streaming: bool
     session: str | None
     """The breaker session (``None``: the request is not counted)."""
-    identity: str
-    """The session, or the conversation's anchor: whose notes and retries these are."""
     fingerprint: int
     integration: str | None
     cache_control: str | None
@@ -44,6 +42,20 @@ class Prepared:
     """A retry of an attempt that failed upstream (its backoff respected)."""
     retry_noted: Loop | None = None
     """The loop that failed attempt was noted for."""
+
+    @property
+    def identity(self) -> str:
+        """Whose retries these are: the session (``""`` for none; the fingerprint, which
+        names the request exactly, does the rest)."""
+        return self.session or ""
+
+    def owner(self) -> str:
+        """Whose notes these are: the session, else the conversation (how it opens), so
+        that a note given to one conversation is not held against another. Computed
+        only when asked: it writes the opening's canonical JSON."""
+        if self.session is not None:
+            return self.session
+        return _facts.conversation_anchor(self.analysis.parsed_intent)
 
 
 def resolve_session(
@@ -94,10 +106,6 @@ def prepare(
         return None, []
     fmt = error_format(path, dialect)
     session, junk = resolve_session(session_id, value, fmt, shared_session)
-    if session is not None:
-        identity = session
-    else:
-        identity = _facts.conversation_anchor(analysis.parsed_intent)
     fingerprint = fingerprint_canonical(canon, path)
     sampling = _facts.sampling_identity(value)
     if sampling is not None:  # another seed or n: another request for the breaker
@@ -114,7 +122,6 @@ def prepare(
         scope,
         streaming,
         session,
-        identity,
         fingerprint,
         integration,
         cache_control,

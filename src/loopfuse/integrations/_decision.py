@@ -26,6 +26,7 @@ __all__ = [
     "ScanVerdict",
     "Scanner",
     "decision_message",
+    "failed_message",
     "loop_detected",
 ]
 
@@ -173,3 +174,8 @@ def loop_detected(decision: GuardDecision) -> LoopDetected:
 def decision_message(decision: GuardDecision) -> str:
     """The message of a decision that found a loop (a fallback when it carries none)."""
     return decision.message or f"loopfuse: loop detected ({decision.code})"
+
+
+def failed_message(error: str) -> str:
+    """The message of a request refused because a guard failed (``fail_closed``)."""
+    return f"loopfuse: request refused because the loop guard failed: {error}"

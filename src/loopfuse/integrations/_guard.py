@@ -41,6 +41,7 @@ from loopfuse.integrations._decision import (
     Mode,
     Scanner,
     _Default,
+    failed_message,
 )
 from loopfuse.integrations._notes import add_note
 from loopfuse.integrations._options import GuardOptions, checked_options, default_detector
@@ -55,11 +56,6 @@ logger = logging.getLogger("loopfuse")
 
 _NOTES_KEPT: Final = 10_000
 _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
-_CACHE_ACTIONS: Final[dict[str, EventAction]] = {
-    "hit": "cache_hit",
-    "miss": "cache_miss",
-    "bypass": "cache_bypass",
-}
 
 
 class Guard:
@@ -234,10 +230,8 @@ class Guard:
                 action, "breaker", prepared, kind="guard_failed", reason=counted.error
             )
             if not counted.allowed:
-                message = (
-                    f"loopfuse: request refused because the loop guard failed: {counted.error}"
-                )
-                return self._decision(prepared, "refuse", Loop("breaker", "guard_failed", message))
+                failed = Loop("breaker", "guard_failed", failed_message(counted.error))
+                return self._decision(prepared, "refuse", failed)
         elif counted is not None and not counted.allowed:
             signature = f"{prepared.fingerprint:016x}"
             loop = Loop("breaker", "repeated_request", counted.message, signature, counted.repeats)
@@ -357,9 +351,8 @@ class Guard:
     def cache_event(self, decision: GuardDecision, outcome: str) -> None:
         """Emit the cache event of a request (``"hit"``, ``"miss"`` or ``"bypass"``), for
         integrations that look the cache up; nothing when no cache is configured."""
-        action = _CACHE_ACTIONS.get(outcome)
-        if self.cache is not None and action is not None:
-            self._report.cache(decision, action)
+        if self.cache is not None:
+            self._report.cache(decision, outcome)
 
     def failure(
         self, exc: BaseException, path: str = "", integration: str | None = None
@@ -376,12 +369,11 @@ class Guard:
         self._report.failed(self.fail_closed, repr(exc), integration)
         if not self.fail_closed:
             return GuardDecision("forward", error=repr(exc), integration=integration)
-        message = f"loopfuse: request refused because the loop guard failed: {exc!r}"
         return GuardDecision(
             "refuse",
             fmt=error_format(path, None),
             code="guard_failed",
-            message=message,
+            message=failed_message(repr(exc)),
             error=repr(exc),
             integration=integration,
             cache_reason="the guard failed",

@@ -7,12 +7,19 @@ Events are only built when there is a callback to receive them.
 from __future__ import annotations
 
 import threading
+from typing import Final
 
 from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
 from loopfuse.integrations._decision import GuardDecision, Loop
 from loopfuse.integrations._prepared import Prepared
 
 __all__ = ["Reporter"]
+
+_CACHE_ACTIONS: Final[dict[str, EventAction]] = {
+    "hit": "cache_hit",
+    "miss": "cache_miss",
+    "bypass": "cache_bypass",
+}
 
 
 class Reporter:
@@ -82,9 +89,10 @@ class Reporter:
             )
             self.events.emit(event)
 
-    def cache(self, decision: GuardDecision, action: EventAction) -> None:
-        """The cache's part in a request: ``cache_hit``, ``cache_miss`` or ``cache_bypass``."""
-        if self.events.enabled:
+    def cache(self, decision: GuardDecision, outcome: str) -> None:
+        """The cache's part in a request: ``"hit"``, ``"miss"`` or ``"bypass"``."""
+        action = _CACHE_ACTIONS.get(outcome)
+        if action is not None and self.events.enabled:
             reason = decision.cache_reason if action == "cache_bypass" else None
             event = GuardEvent(
                 action, "cache", decision.session, reason=reason, integration=decision.integration

@@ -134,11 +134,15 @@ class LoopfuseRunHooks(RunHooks[Any]):
             return model_data
         if decision.refused:
             raise loop_detected(decision)
+        # The note is one more input item, or more instructions: the SDK's own items
+        # are handed back as they were, not as the plain data the guard read.
         noted = decision.value if isinstance(decision.value, dict) else {}
+        items = list(model_data.input)
+        added = noted.get("input")
+        if isinstance(added, list) and len(added) == len(items) + 1:
+            items.append(added[-1])
         instructions = noted.get("instructions", model_data.instructions)
-        return ModelInputData(
-            input=list(noted.get("input", model_data.input)), instructions=instructions
-        )
+        return ModelInputData(input=items, instructions=instructions)
 
     async def on_llm_start(
         self,

@@ -241,7 +241,7 @@ def test_breaker_refuses_the_sixth_identical_request_in_its_window(
         8,
     )
     assert breaker["unit"] == "line"
-    assert "sent this same request 6 times within 30s" in breaker["message"]
+    assert "this exact request has been sent 6 times within 30s" in breaker["message"]
     # The breaker's own answer on the same sequence, for comparison.
     now = [0.0]
     live = LoopBreaker(clock=lambda: now[0])

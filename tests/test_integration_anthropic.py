@@ -98,6 +98,7 @@ def stream_of(n: int) -> bytes:
 
 
 def client_for(upstream: Upstream, **options: Any) -> Any:
+    options.setdefault("mode", "refuse")  # written for refusals; warn mode has its own tests
     transport = GuardTransport(httpx2.MockTransport(upstream), **options)
     return anthropic.Anthropic(
         api_key="sk-ant-test", max_retries=2, http_client=httpx2.Client(transport=transport)
@@ -188,19 +189,28 @@ def test_the_breaker_and_the_async_client() -> None:
     async def main() -> None:
         upstream = Upstream()
         breaker = LoopBreaker(max_repeats=2, clock=lambda: 0.0)
-        transport = AsyncGuardTransport(httpx2.MockTransport(upstream), breaker=breaker)
+        transport = AsyncGuardTransport(
+            httpx2.MockTransport(upstream), breaker=breaker, mode="refuse"
+        )
         client = anthropic.AsyncAnthropic(
             api_key="sk-ant-test", http_client=httpx2.AsyncClient(transport=transport)
         )
+        user = {"user_id": "u-1"}  # Anthropic's end-user field is the breaker session
         for _ in range(2):
-            await client.messages.create(model=MODEL, max_tokens=64, messages=QUESTION)
+            await client.messages.create(
+                model=MODEL, max_tokens=64, messages=QUESTION, metadata=user
+            )
         with pytest.raises(anthropic.BadRequestError) as caught:
-            await client.messages.create(model=MODEL, max_tokens=64, messages=QUESTION)
+            await client.messages.create(
+                model=MODEL, max_tokens=64, messages=QUESTION, metadata=user
+            )
         assert caught.value.type == "loop_detected"
         assert caught.value.response.headers["x-loopfuse-refused"] == "repeated_request"
         other = client.with_options(default_headers={"x-session-id": "another-run"})
         reply = await other.messages.create(model=MODEL, max_tokens=64, messages=QUESTION)
         assert reply.content[0].text == "answer 3"
+        for _ in range(3):  # no session and no end user: never counted
+            await client.messages.create(model=MODEL, max_tokens=64, messages=QUESTION)
         await client.close()
 
     asyncio.run(main())

@@ -1,4 +1,5 @@
-"""docs/integrations/*.md: every ```python block runs, in order, one namespace per page.
+"""docs/integrations/*.md: every ```python block runs on its own, as pasted: a fresh
+namespace per block.
 
 A page whose examples import a package that is not installed (an extra CI installs) is
 skipped, naming the package.
@@ -45,7 +46,7 @@ def test_integration_examples_run(page: Path) -> None:
         pytest.skip(f"{page.name} needs {', '.join(missing)} (not installed)")
     # LiteLLM fetches a model price map from the network at import unless told not to.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    namespace: dict[str, object] = {}
     for index, block in enumerate(code):
+        namespace: dict[str, object] = {}  # each block on its own, as a reader pastes it
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(block, f"{page.name}[python block {index}]", "exec"), namespace)

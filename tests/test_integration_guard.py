@@ -14,8 +14,10 @@ from conftest import FakeClock
 from loopfuse import ConfigError, DedupCache, LoopBreaker, RequestKey, intent
 from loopfuse.integrations import DEFAULT, Guard, MissingExtraError
 from loopfuse.integrations._extras import require
-from loopfuse.integrations._guard import build_guard, is_streaming
-from loopfuse.integrations._shapes import add_note, error_body, error_format
+from loopfuse.integrations._facts import is_streaming
+from loopfuse.integrations._guard import build_guard
+from loopfuse.integrations._notes import add_note
+from loopfuse.integrations._shapes import error_body, error_format
 
 CHAT = "/v1/chat/completions"
 
@@ -84,8 +86,8 @@ def test_note_mode_returns_the_noted_body_and_leaves_the_original_alone() -> Non
     guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), mode="note")
     body = chat({"role": "user", "content": "hi"})
     snapshot = json.dumps(body)
-    guard.check(body)
-    decision = guard.check(body)
+    guard.check(body, session_id="s")
+    decision = guard.check(body, session_id="s")
     assert decision.action == "note"
     assert decision.code == "repeated_request"
     assert isinstance(decision.value, dict)
@@ -94,7 +96,9 @@ def test_note_mode_returns_the_noted_body_and_leaves_the_original_alone() -> Non
 
 
 def test_the_cache_key_keeps_streams_endpoints_and_parameters_apart() -> None:
-    guard = Guard(breaker=None, detector=None, cache=DedupCache(), cache_streams=True)
+    guard = Guard(
+        breaker=None, detector=None, cache=DedupCache(), cache_streams=True, cache_sampled=True
+    )
     body = chat({"role": "user", "content": "hi"})
 
     def key(value: dict[str, Any], scope: str = "https://a:") -> RequestKey | None:
@@ -154,6 +158,8 @@ def test_a_failing_guard_fails_closed_when_asked(caplog: pytest.LogCaptureFixtur
     class Broken:
         def scan(self, body: object) -> Any:
             raise RuntimeError("boom")
+
+        scan_intent = scan  # the guard reads the parsed intent
 
     body = chat({"role": "user", "content": "hi"})
     with caplog.at_level(logging.WARNING, logger="loopfuse"):
@@ -265,16 +271,9 @@ NOTE = "[loopfuse] change approach"
         ),
         # Gemini: a text part of the last user content.
         (
-            {
-                "contents": [
-                    {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]}
-                ]
-            },
+            {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
             "gemini",
-            {
-                "role": "user",
-                "parts": [{"functionResponse": {"name": "f", "response": {}}}, {"text": NOTE}],
-            },
+            {"role": "user", "parts": [{"text": "hi"}, {"text": NOTE}]},
         ),
         (
             {"contents": [{"role": "model", "parts": [{"text": "a"}]}]},

@@ -45,6 +45,11 @@ class Recorder:
 
 
 def client(lib: ModuleType, upstream: Recorder, **options: Any) -> Any:
+    """A client whose transport refuses at once and counts every request in one session:
+    the tests using it are about the HTTP side, not about sessions or modes."""
+    if "guard" not in options:
+        options.setdefault("mode", "refuse")
+        options.setdefault("shared_session", "default")
     return lib.Client(transport=GuardTransport(lib.MockTransport(upstream), **options))
 
 
@@ -251,8 +256,9 @@ def test_ollama_client_over_legacy_httpx() -> None:
         return httpx.Response(200, json=reply)
 
     breaker = LoopBreaker(max_repeats=2, clock=lambda: 0.0)
-    transport = GuardTransport(httpx.MockTransport(upstream), breaker=breaker)
-    llm = ollama.Client(host="http://localhost:11434", transport=transport)
+    transport = GuardTransport(httpx.MockTransport(upstream), breaker=breaker, mode="refuse")
+    headers = {"x-session-id": "run-1"}  # an Ollama body names no end user
+    llm = ollama.Client(host="http://localhost:11434", transport=transport, headers=headers)
     question = [{"role": "user", "content": "What is Rust?"}]
     assert llm.chat(model="llama3", messages=question)["message"]["content"] == "answer 1"
     llm.chat(model="llama3", messages=question)

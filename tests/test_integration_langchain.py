@@ -16,7 +16,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
-from loopfuse import ConfigError
+from dialect_rules import check_openai_chat
+from loopfuse import ConfigError, GuardEvent
 from loopfuse.detector import LoopDetected
 from loopfuse.integrations import MissingExtraError, _extras
 from loopfuse.integrations.langchain import LoopfuseMiddleware
@@ -92,7 +93,7 @@ def test_error_raises_loop_detected() -> None:
 
 def test_note_reaches_the_model_but_not_the_state() -> None:
     model = ScriptedModel(seen=[], heeds_notes=True)
-    middleware = LoopfuseMiddleware(exit_behavior="note")
+    middleware = LoopfuseMiddleware(mode="note")
     result = agent_with(model, middleware).invoke(START, LIMIT)
     assert result["messages"][-1].content == f"done after {len(model.seen)} calls"
     note = model.seen[-1][-1]
@@ -102,6 +103,34 @@ def test_note_reaches_the_model_but_not_the_state() -> None:
     assert not any("[loopfuse]" in str(m.content) for m in result["messages"])
     assert middleware.last_decision is not None
     assert middleware.last_decision.code == "repeat"
+
+
+def test_warn_is_the_default_a_note_first_then_the_end() -> None:
+    from langchain_core.messages import convert_to_openai_messages
+
+    events: list[GuardEvent] = []
+    model = ScriptedModel(seen=[])
+    middleware = LoopfuseMiddleware(on_event=events.append)
+    result = agent_with(model, middleware).invoke(START, LIMIT)
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage)
+    assert last.content.endswith(
+        "This loop went on after loopfuse's note about it, so it was stopped."
+    )
+    noted = [i for i, seen in enumerate(model.seen) if "[loopfuse]" in str(seen[-1].content)]
+    assert noted == [len(model.seen) - 1]  # one model call saw the note: the last one
+    assert isinstance(model.seen[-1][-1], HumanMessage)
+    assert isinstance(model.seen[-1][-2], ToolMessage)
+    check_openai_chat({"messages": convert_to_openai_messages(model.seen[-1])})
+    assert not any("[loopfuse]" in str(m.content) for m in result["messages"][:-1])
+    assert [(e.action, e.integration) for e in events] == [
+        ("loop_noted", "langchain"),
+        ("loop_refused", "langchain"),
+    ]
+    # A model that heeds the note finishes its task.
+    heeding = ScriptedModel(seen=[], heeds_notes=True)
+    result = agent_with(heeding, LoopfuseMiddleware()).invoke(START, LIMIT)
+    assert result["messages"][-1].content == f"done after {len(heeding.seen)} calls"
 
 
 def test_an_agent_making_progress_is_left_alone() -> None:
@@ -118,7 +147,7 @@ def test_async_agent() -> None:
     assert result["messages"][-1].content.startswith("Loop detected")
 
     noting = ScriptedModel(seen=[], heeds_notes=True)
-    agent = agent_with(noting, LoopfuseMiddleware(exit_behavior="note"))
+    agent = agent_with(noting, LoopfuseMiddleware(mode="note"))
     result = asyncio.run(agent.ainvoke(START, LIMIT))
     assert result["messages"][-1].content.startswith("done after")
 
@@ -127,6 +156,8 @@ def test_a_failing_guard_fails_open_or_ends_the_run_when_closed() -> None:
     class Broken:
         def scan(self, body: object) -> Any:
             raise RuntimeError("boom")
+
+        scan_intent = scan  # the guard reads the parsed intent
 
     opened = LoopfuseMiddleware(detector=Broken())
     model = ScriptedModel(seen=[], commands=lambda turn: None if turn > 3 else "make")
@@ -145,6 +176,9 @@ def test_configuration() -> None:
     assert LoopfuseMiddleware().guard.breaker is None  # histories grow: no exact repeats
     with pytest.raises(ConfigError, match="exit_behavior"):
         LoopfuseMiddleware(exit_behavior="stop")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="mode='note'"):
+        LoopfuseMiddleware(exit_behavior="note")  # type: ignore[arg-type]
+    assert LoopfuseMiddleware().guard.mode == "warn"
     with pytest.raises(ConfigError, match="cache"):
         LoopfuseMiddleware(cache=DedupCache())
 

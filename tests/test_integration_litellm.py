@@ -4,6 +4,8 @@ proxy's own pre-call and error handling when its dependencies are installed."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 from typing import Any
 
@@ -16,9 +18,13 @@ litellm = pytest.importorskip("litellm", reason="the litellm extra is not instal
 from litellm.caching.dual_cache import DualCache  # noqa: E402
 from litellm.proxy._types import UserAPIKeyAuth  # noqa: E402
 
+from dialect_rules import check_openai_chat  # noqa: E402
 from loopfuse import ConfigError, DedupCache, LoopBreaker  # noqa: E402
-from loopfuse.integrations import Guard, MissingExtraError, _extras  # noqa: E402
+from loopfuse.integrations import Guard, MissingExtraError, _extras, loop_message  # noqa: E402
+from loopfuse.integrations.httpx import GuardTransport  # noqa: E402
 from loopfuse.integrations.litellm import LoopfuseHandler, LoopRefusedError  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")  # LiteLLM's own
 
 KEY = UserAPIKeyAuth(token="hashed-key-1")
 
@@ -60,7 +66,7 @@ def first_refusal(handler: LoopfuseHandler) -> tuple[int, LoopRefusedError]:
 
 
 def test_a_looping_request_is_refused_with_a_400() -> None:
-    n, exc = first_refusal(LoopfuseHandler())
+    n, exc = first_refusal(LoopfuseHandler(mode="refuse"))
     assert n > 1
     assert isinstance(exc, litellm.BadRequestError)
     assert exc.status_code == 400
@@ -80,19 +86,46 @@ def test_other_call_types_and_progress_pass() -> None:
     assert hook(handler, data) is None
 
 
-def test_the_breaker_counts_per_session_then_per_key() -> None:
-    handler = LoopfuseHandler(breaker=LoopBreaker(max_repeats=2, clock=lambda: 0.0))
+def test_the_breaker_counts_per_session_and_per_end_user_and_never_without() -> None:
+    def handler(**options: Any) -> LoopfuseHandler:
+        breaker = LoopBreaker(max_repeats=2, clock=lambda: 0.0)
+        return LoopfuseHandler(breaker=breaker, mode="refuse", **options)
+
     plain = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-    assert hook(handler, {**plain, "litellm_session_id": "s1"}) is None
-    assert hook(handler, {**plain, "litellm_session_id": "s1"}) is None
-    with pytest.raises(LoopRefusedError) as caught:
-        hook(handler, {**plain, "litellm_session_id": "s1"})
-    assert caught.value.code == "repeated_request"
-    assert hook(handler, {**plain, "metadata": {"session_id": "s2"}}) is None
-    for _ in range(2):  # no session: the API key is the session
-        assert hook(handler, dict(plain)) is None
+    for marked in (
+        {"litellm_session_id": "s1"},  # LiteLLM's own session (x-litellm-session-id)
+        {"metadata": {"session_id": "s2"}},
+        {"user": "customer-7"},  # the end user, as LiteLLM tracks it
+        {"litellm_metadata": {"user": "customer-8"}},
+        {"metadata": {"user_id": "customer-9"}},
+        {"safety_identifier": "hash-1"},
+    ):
+        guarded = handler()
+        assert hook(guarded, {**plain, **marked}) is None
+        assert hook(guarded, {**plain, **marked}) is None
+        with pytest.raises(LoopRefusedError) as caught:
+            hook(guarded, {**plain, **marked})
+        assert caught.value.code == "repeated_request"
+    # No session and no end user: many users behind one key are never refused for
+    # each other, unless the proxy opts into one shared session or counts per key.
+    unscoped = handler()
+    for _ in range(6):
+        assert hook(unscoped, dict(plain)) is None
+    per_key = handler(session_id=lambda data, key: key.token)
+    assert hook(per_key, dict(plain)) is None
+    assert hook(per_key, dict(plain)) is None
     with pytest.raises(LoopRefusedError):
-        hook(handler, dict(plain))
+        hook(per_key, dict(plain))
+    shared = handler(shared_session="everyone")
+    hook(shared, dict(plain))
+    hook(shared, dict(plain))
+    with pytest.raises(LoopRefusedError):
+        hook(shared, dict(plain))
+    # A junk end user falls back (to no session here) and is counted.
+    junk = handler()
+    for _ in range(4):
+        assert hook(junk, {**plain, "user": {"id": 7}}) is None
+    assert junk.guard.input_fallbacks == 4
 
 
 def test_note_mode_returns_the_request_with_a_note() -> None:
@@ -115,6 +148,8 @@ def test_a_failing_guard_fails_open_or_refuses_when_closed() -> None:
     class Broken:
         def scan(self, body: object) -> Any:
             raise RuntimeError("boom")
+
+        scan_intent = scan  # the guard reads the parsed intent
 
     assert hook(LoopfuseHandler(detector=Broken()), stuck(8)) is None
     with pytest.raises(LoopRefusedError) as caught:
@@ -172,7 +207,7 @@ def test_through_the_proxy_pre_call_hook_and_its_error_handling(
     from litellm.proxy.common_request_processing import ProxyBaseLLMRequestProcessing
 
     handler = LoopfuseHandler()
-    monkeypatch.setattr(litellm, "callbacks", [handler])
+    register(monkeypatch, handler)
     proxy_logging = proxy_utils.ProxyLogging(user_api_key_cache=DualCache())
 
     async def run() -> ProxyException:
@@ -196,3 +231,145 @@ def test_through_the_proxy_pre_call_hook_and_its_error_handling(
     assert answered.message.startswith("Loop detected: you called `bash`")
     body = answered.to_dict()  # what the proxy sends the client, under "error"
     assert (body["type"], str(body["code"])) == ("loop_detected", "400")
+
+
+# --- the LiteLLM SDK: handler in litellm.callbacks, the OpenAI client on a MockTransport ---
+
+
+class StuckOpenAI:
+    """A fake OpenAI server answering every chat call with the same tool call."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, request: Any) -> Any:
+        import httpx2
+
+        body = json.loads(request.content)
+        check_openai_chat(body)  # every body LiteLLM sends, noted ones included, is valid
+        self.bodies.append(body)
+        n = len(self.bodies)
+        function = {"name": "bash", "arguments": '{"command": "make"}'}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": f"c{n}", "type": "function", "function": function}],
+        }
+        choice = {"index": 0, "finish_reason": "tool_calls", "message": message}
+        usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        completion = {"id": "x", "object": "chat.completion", "created": 0, "model": "gpt-4o"}
+        return httpx2.Response(200, json={**completion, "choices": [choice], "usage": usage})
+
+
+_CALLBACK_LISTS = (
+    "callbacks",
+    "input_callback",
+    "success_callback",
+    "failure_callback",
+    "_async_input_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+)
+
+
+def register(monkeypatch: pytest.MonkeyPatch, *handlers: LoopfuseHandler) -> None:
+    """``litellm.callbacks = handlers`` for one test: LiteLLM copies callbacks into its
+    other global lists on first use, so those are put back afterwards too."""
+    for name in _CALLBACK_LISTS:
+        monkeypatch.setattr(litellm, name, [])
+    litellm.callbacks = list(handlers)
+
+
+async def stuck_agent(client: Any, laps: int = 20) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+    for _ in range(laps):
+        reply = await litellm.acompletion(model="gpt-4o", messages=messages, client=client)
+        call = reply.choices[0].message.tool_calls[0]
+        function = {"name": call.function.name, "arguments": call.function.arguments}
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call.id, "type": "function", "function": function}],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
+    raise AssertionError("never stopped")
+
+
+def test_the_async_sdk_is_guarded_a_note_first_then_a_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    openai = pytest.importorskip("openai")
+    httpx2 = pytest.importorskip("httpx2")
+    upstream = StuckOpenAI()
+    handler = LoopfuseHandler()
+    register(monkeypatch, handler)
+    client = openai.AsyncOpenAI(
+        api_key="sk-test", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(upstream))
+    )
+    with pytest.raises(LoopRefusedError) as caught:
+        asyncio.run(stuck_agent(client))
+    assert caught.value.code == "repeat"
+    assert loop_message(caught.value) == str(caught.value)
+    assert str(caught.value).endswith("so it was stopped.")
+    noted = [
+        b for b in upstream.bodies if b["messages"][-1]["role"] == "user" and len(b["messages"]) > 1
+    ]
+    assert len(noted) == 1
+    assert noted[0] is upstream.bodies[-1]
+    assert noted[0]["messages"][-1]["content"].startswith("[loopfuse] Loop detected")
+
+
+def test_a_call_checked_by_the_proxy_is_not_checked_again_by_the_deployment_hook() -> None:
+    handler = LoopfuseHandler(mode="refuse", breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+    data = {
+        "model": "gpt-4o",
+        "messages": [{"role": "user", "content": "hi"}],
+        "user": "u",
+        "litellm_call_id": "call-1",
+    }
+    assert hook(handler, dict(data)) is None
+    # The router's deployment hook for the same call (and its retries) lets it be.
+    for _ in range(3):
+        assert (
+            asyncio.run(handler.async_pre_call_deployment_hook(dict(data), "acompletion")) is None
+        )
+    with pytest.raises(LoopRefusedError):  # a new call of the same request is a repeat
+        hook(handler, {**data, "litellm_call_id": "call-2"})
+
+
+def test_the_sync_sdk_cannot_be_guarded_by_a_callback_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    openai = pytest.importorskip("openai")
+    httpx2 = pytest.importorskip("httpx2")
+    upstream = StuckOpenAI()
+    handler = LoopfuseHandler(mode="refuse", breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+    register(monkeypatch, handler)
+    client = openai.OpenAI(
+        api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(upstream))
+    )
+    question = [{"role": "user", "content": "hi"}]
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        for _ in range(3):
+            litellm.completion(model="gpt-4o", messages=question, client=client, user="u")
+    assert len(upstream.bodies) == 3  # LiteLLM runs no hook that could have stopped them
+    assert handler.unguarded_calls == 3
+    assert handler.guard.internal_errors == 1
+    [record] = [r for r in caplog.records if r.name == "loopfuse"]
+    assert "cannot guard LiteLLM's sync 'completion' call" in record.getMessage()
+    # The fix the message names: the SDK client on GuardTransport.
+    register(monkeypatch)
+    guarded = GuardTransport(
+        httpx2.MockTransport(upstream), breaker=LoopBreaker(max_repeats=1), mode="refuse"
+    )
+    client = openai.OpenAI(
+        api_key="sk-test", max_retries=0, http_client=httpx2.Client(transport=guarded)
+    )
+    litellm.completion(model="gpt-4o", messages=question, client=client, user="u")
+    with pytest.raises(litellm.BadRequestError) as caught:
+        litellm.completion(model="gpt-4o", messages=question, client=client, user="u")
+    message = loop_message(caught.value)
+    assert message is not None
+    assert message.startswith("Loop detected: this exact request has been sent 2 times")

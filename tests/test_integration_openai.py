@@ -91,8 +91,15 @@ class Counting:
         self.inner.close()
 
 
+def refusing(options: dict[str, Any]) -> dict[str, Any]:
+    """The tests below were written for ``mode="refuse"``; warn mode has its own tests."""
+    if "guard" not in options:
+        options.setdefault("mode", "refuse")
+    return options
+
+
 def sync_client(lib: ModuleType, upstream: Upstream, **options: Any) -> Any:
-    transport = Counting(GuardTransport(lib.MockTransport(upstream), **options))
+    transport = Counting(GuardTransport(lib.MockTransport(upstream), **refusing(options)))
     client = openai.OpenAI(
         api_key="sk-test", max_retries=2, http_client=lib.Client(transport=transport)
     )
@@ -101,7 +108,7 @@ def sync_client(lib: ModuleType, upstream: Upstream, **options: Any) -> Any:
 
 
 def async_client(lib: ModuleType, upstream: Upstream, **options: Any) -> Any:
-    transport = AsyncGuardTransport(lib.MockTransport(upstream), **options)
+    transport = AsyncGuardTransport(lib.MockTransport(upstream), **refusing(options))
     http = lib.AsyncClient(transport=transport)
     return openai.AsyncOpenAI(api_key="sk-test", max_retries=2, http_client=http)
 
@@ -180,7 +187,7 @@ def test_the_breaker_refuses_a_request_hammered_in_one_session(lib_name: str) ->
     assert len(upstream.bodies) == 4
 
 
-def test_a_session_resolver_is_tried_before_the_header() -> None:
+def test_a_session_resolver_names_the_session_when_the_header_does_not() -> None:
     upstream = Upstream(httpx2)
     breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
     seen: list[str] = []
@@ -248,6 +255,8 @@ def test_a_guard_that_fails_lets_the_request_through_and_says_so(
     class Broken:
         def scan(self, body: object) -> Any:
             raise RuntimeError("detector bug")
+
+        scan_intent = scan  # the guard reads the parsed intent
 
     upstream = Upstream(httpx2)
     guard = Guard(breaker=None, detector=Broken())

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -20,10 +21,11 @@ from openai.types.responses import (  # noqa: E402
     ResponseOutputText,
 )
 
+from dialect_rules import check_responses  # noqa: E402
 from loopfuse import ConfigError, DedupCache  # noqa: E402
 from loopfuse.detector import LoopDetected  # noqa: E402
 from loopfuse.integrations import MissingExtraError, _extras  # noqa: E402
-from loopfuse.integrations.openai_agents import LoopfuseRunHooks  # noqa: E402
+from loopfuse.integrations.openai_agents import LoopfuseRunHooks, _plain  # noqa: E402
 
 NO_TRACING = RunConfig(tracing_disabled=True)
 
@@ -106,6 +108,8 @@ def test_a_failing_guard_fails_open_or_stops_the_run_when_closed() -> None:
         def scan(self, body: object) -> Any:
             raise RuntimeError("boom")
 
+        scan_intent = scan  # the guard reads the parsed intent
+
     model = ScriptedModel(lambda turn: None if turn > 6 else "make")
     hooks = LoopfuseRunHooks(detector=Broken())
     assert run(model, hooks).final_output == "done after 7"
@@ -121,11 +125,35 @@ def test_a_failing_guard_fails_open_or_stops_the_run_when_closed() -> None:
     assert run(model, LoopfuseRunHooks(session_id=resolver)).final_output == "done after 7"
 
 
+def test_warn_notes_through_the_input_filter_then_stops() -> None:
+    model = ScriptedModel()
+    hooks = LoopfuseRunHooks(mode="warn")
+    runs.clear()
+    agent = Agent(name="builder", instructions="Fix builds.", model=model, tools=[bash])
+    config = RunConfig(tracing_disabled=True, call_model_input_filter=hooks.input_filter)
+    with pytest.raises(LoopDetected) as caught:
+        asyncio.run(
+            Runner.run(agent, "Fix the build.", hooks=hooks, max_turns=40, run_config=config)
+        )
+    assert str(caught.value).endswith("so it was stopped.")
+    seen = [json.dumps([_plain(item) for item in items]) for items in model.inputs]
+    noted = [i for i, items in enumerate(seen) if "[loopfuse]" in items]
+    assert noted == [len(model.inputs) - 1]  # the last model call had the note
+    last = [_plain(item) for item in model.inputs[-1]]
+    assert last[-1]["role"] == "user"
+    assert last[-1]["content"].startswith("[loopfuse] Loop detected")
+    check_responses({"input": last, "instructions": "Fix builds."})
+
+
+def test_notes_without_the_input_filter_are_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match=r"call_model_input_filter=hooks\.input_filter"):
+        run(ScriptedModel(), LoopfuseRunHooks(mode="warn"))
+
+
 def test_configuration() -> None:
     with pytest.raises(ConfigError, match="cache"):
         LoopfuseRunHooks(cache=DedupCache())
-    with pytest.raises(ConfigError, match="only refuse"):
-        LoopfuseRunHooks(mode="note")
+    assert LoopfuseRunHooks().guard.mode == "refuse"  # hooks alone cannot add a note
     assert LoopfuseRunHooks().guard.breaker is None
 
 

@@ -8,6 +8,8 @@ Call a guard before every LLM request:
 - :class:`DedupCache` answers an identical request from cache instead of paying again.
 - :mod:`loopfuse.intent` turns any OpenAI, Anthropic, Gemini or Ollama request body into
   one canonical intent and fingerprints it.
+- :mod:`loopfuse.events`: every decision as a :class:`GuardEvent`, for your logs, metrics
+  and traces (``on_event=`` on each guard and integration).
 
 >>> import loopfuse
 >>> breaker = loopfuse.LoopBreaker(window=30, max_repeats=5)
@@ -51,6 +53,7 @@ from loopfuse.detector import (
     scan_intent,
 )
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
+from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent, log_events
 from loopfuse.stores import (
     AsyncBreakerStore,
     AsyncCacheStore,
@@ -74,6 +77,10 @@ __all__ = [
     "DedupCache",
     "DedupStats",
     "DetectorSettings",
+    "EventAction",
+    "EventCallback",
+    "EventSink",
+    "GuardEvent",
     "InvalidInputError",
     "LoopBreaker",
     "LoopBroken",
@@ -99,6 +106,7 @@ __all__ = [
     "is_costly_batch",
     "is_digest",
     "is_observation_batch",
+    "log_events",
     "looks_like_error",
     "normalize_answer",
     "results_digest",

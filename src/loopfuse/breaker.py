@@ -22,6 +22,7 @@ from typing import Final
 
 from loopfuse._settings import count_setting, env_int, window_seconds
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
+from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
 from loopfuse.intent import fingerprint as intent_fingerprint
 from loopfuse.stores import AsyncBreakerStore, BreakerStore, StoreUnavailableError
 from loopfuse.stores._drive import StoreAccess, adrive, drive
@@ -62,11 +63,13 @@ class LoopDecision:
             return f"loopfuse: request {verdict} because the loop guard failed: {self.error}"
         if self.allowed:
             return f"loopfuse: request allowed ({self.repeats} of {self.max_repeats} in window)"
+        # The one wording of a breaker refusal: the integrations hand it to the model too,
+        # so it names no session (which may be an end user's id).
         return (
-            f"loopfuse: request refused. Session {self.session_id!r} sent this same request "
-            f"{self.repeats} times within {self.window:g}s (limit {self.max_repeats}). "
-            "Sending it unchanged will not give a different result: change the request "
-            f"or wait {self.window:g}s."
+            f"Loop detected: this exact request has been sent {self.repeats} times within "
+            f"{self.window:g}s (limit {self.max_repeats}). Sending it again unchanged will "
+            "not give a different result: change the request or your approach, or stop "
+            "and say what is blocking you."
         )
 
 
@@ -106,6 +109,9 @@ class LoopBreaker:
             or :class:`~loopfuse.stores.redis.AsyncRedisStore` shares them between
             processes and hosts (and bounds them with TTLs, so ``max_sessions`` does not
             apply).
+        on_event: called with a :class:`~loopfuse.events.GuardEvent` when a check
+            refuses (``breaker_tripped``) or fails (``fail_open``/``fail_closed``); see
+            :mod:`loopfuse.events`.
 
     One instance may be shared by every thread of a server; every operation is O(1)
     amortised in samples and sessions. With a shared store, each check is one round
@@ -140,6 +146,7 @@ class LoopBreaker:
         clock: Callable[[], float] = time.monotonic,
         fail_closed: bool = False,
         store: BreakerStore | AsyncBreakerStore | None = None,
+        on_event: EventCallback | None = None,
     ) -> None:
         self.window = window_seconds(window)
         self.max_repeats = count_setting("max_repeats", max_repeats, 0)
@@ -164,6 +171,8 @@ class LoopBreaker:
         self._local = store if isinstance(store, MemoryBreakerStore) else None
         self._access = StoreAccess(store, "record", "LoopBreaker", local=self._local is not None)
         self._lock = threading.Lock()
+        self.events = EventSink(on_event)
+        """Where this breaker's events go (``events.errors`` counts a raising callback)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: object) -> LoopBreaker:
@@ -281,9 +290,12 @@ class LoopBreaker:
             error = getattr(self.store, "last_error", None) or "the store recorded nothing"
             return self._unrecorded(session_id, fingerprint, f"store: {error}")
         allowed = repeats <= self.max_repeats
-        return LoopDecision(
+        decision = LoopDecision(
             allowed, repeats, session_id, fingerprint, self.max_repeats, self.window
         )
+        if not allowed:
+            self._emit("breaker_tripped", decision)
+        return decision
 
     def check_request(self, session_id: str, body: object, path: str = "") -> LoopDecision:
         """:meth:`check` a request body, fingerprinted with :func:`loopfuse.intent.fingerprint`.
@@ -348,7 +360,7 @@ class LoopBreaker:
         ...     print(exc.session_id, exc.repeats)
         ...     print(exc)  # doctest: +ELLIPSIS
         s 2
-        loopfuse: request refused. Session 's' sent this same request 2 times within 30s ...
+        Loop detected: this exact request has been sent 2 times within 30s (limit 1). ...
         """
         return _enforced(self.check_request(session_id, body, path))
 
@@ -361,9 +373,11 @@ class LoopBreaker:
             self.internal_errors += 1
         action = "refusing" if self.fail_closed else "allowing"
         logger.warning("loopfuse: LoopBreaker check failed, %s the request: %r", action, exc)
-        return LoopDecision(
+        decision = LoopDecision(
             not self.fail_closed, 0, session_id, None, self.max_repeats, self.window, repr(exc)
         )
+        self._emit("fail_open" if decision.allowed else "fail_closed", decision)
+        return decision
 
     def _unrecorded(
         self, session_id: str, fingerprint: int, error: str, allowed: bool = True
@@ -372,9 +386,28 @@ class LoopBreaker:
         with self._lock:
             self.internal_errors += 1
         allowed = allowed and not self.fail_closed
-        return LoopDecision(
+        decision = LoopDecision(
             allowed, 0, session_id, fingerprint, self.max_repeats, self.window, error
         )
+        self._emit("fail_open" if allowed else "fail_closed", decision)
+        return decision
+
+    def _emit(self, action: EventAction, decision: LoopDecision) -> None:
+        if self.events.enabled:
+            signature = None if decision.fingerprint is None else f"{decision.fingerprint:016x}"
+            kind = "repeated_request" if decision.error is None else "guard_failed"
+            reason = decision.error if decision.error is not None else decision.message
+            event = GuardEvent(
+                action,
+                "breaker",
+                decision.session_id,
+                kind,
+                decision.repeats,
+                (),
+                reason,
+                signature=signature,
+            )
+            self.events.emit(event)
 
     def _now(self) -> float:
         """The clock's reading, checked: a NaN would make every session look idle (so the

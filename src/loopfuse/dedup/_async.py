@@ -19,6 +19,7 @@ from loopfuse.dedup import _shared, singleflight
 from loopfuse.dedup._core import MISSING, CacheCore, check_key, seconds
 from loopfuse.dedup.entries import CachedResponse
 from loopfuse.dedup.keys import RequestKey
+from loopfuse.events import EventAction, EventSink
 from loopfuse.stores import StoredEntry
 
 if TYPE_CHECKING:
@@ -35,6 +36,10 @@ class AsyncDedupMethods(Generic[V]):
     __slots__ = ()
     _core: CacheCore[V]
     _flights: singleflight.FlightTables[V]
+    events: EventSink
+
+    def _emit(self, action: EventAction, reason: str | None = None) -> None:
+        raise NotImplementedError  # DedupCache's
 
     def _sync(self) -> DedupCache[V]:
         return cast("DedupCache[V]", self)
@@ -47,6 +52,7 @@ class AsyncDedupMethods(Generic[V]):
         checked = check_key(key)
         value = await core.access.call("get", checked.value, checked.digest, core.now())
         core.count(hit=value is not MISSING)
+        self._emit("cache_miss" if value is MISSING else "cache_hit")
         return None if value is MISSING else cast(V, value)
 
     async def ainsert(self, key: RequestKey, value: V, *, ttl: float | None = None) -> None:
@@ -117,6 +123,18 @@ class AsyncDedupMethods(Generic[V]):
         checked = check_key(key)
         core = self._core
         duration = core.default_ttl if ttl is None else seconds(ttl, "ttl")
+        computed = False
+
+        async def tracked() -> V:
+            nonlocal computed
+            computed = True
+            return await factory()
+
+        run = tracked if self.events.enabled else factory
         if core.local is None:
-            return await _shared.acompute(core, checked, factory, duration, timeout)
-        return await singleflight.acompute(core, self._flights, checked, factory, duration, timeout)
+            value = await _shared.acompute(core, checked, run, duration, timeout)
+        else:
+            flights = self._flights
+            value = await singleflight.acompute(core, flights, checked, run, duration, timeout)
+        self._emit("cache_miss" if computed else "cache_hit")
+        return value

@@ -43,6 +43,7 @@ from loopfuse.dedup.entries import CachedResponse, DedupStats
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.errors import InvalidInputError
+from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
 from loopfuse.stores import AsyncCacheStore, CacheStore
 
 __all__ = ["DEFAULT_TTL", "DEFAULT_WAIT_TIMEOUT", "DedupCache"]
@@ -74,7 +75,9 @@ class DedupCache(AsyncDedupMethods[V]):
     ``evictions`` and ``collisions``, and may accept only some values: see its codec).
     Bad values raise :class:`~loopfuse.errors.ConfigError`. Values may be any object,
     ``None`` included (``get`` cannot tell a cached ``None`` from a miss; ``peek``,
-    ``in`` and ``get_or_compute`` can).
+    ``in`` and ``get_or_compute`` can). ``on_event`` is called with a
+    :class:`~loopfuse.events.GuardEvent` for each lookup (``cache_hit``/``cache_miss``)
+    and each request-path failure (``fail_open``); see :mod:`loopfuse.events`.
 
     >>> now = [0.0]
     >>> cache: DedupCache[str] = DedupCache(capacity=2, default_ttl=60.0, clock=lambda: now[0])
@@ -93,7 +96,7 @@ class DedupCache(AsyncDedupMethods[V]):
     loopfuse.errors.ConfigError: capacity must be an int >= 1, got 0
     """
 
-    __slots__ = ("_core", "_flights", "fail_closed", "internal_errors")
+    __slots__ = ("_core", "_flights", "events", "fail_closed", "internal_errors")
 
     def __init__(
         self,
@@ -104,12 +107,15 @@ class DedupCache(AsyncDedupMethods[V]):
         wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
         fail_closed: bool = False,
         store: CacheStore | AsyncCacheStore | None = None,
+        on_event: EventCallback | None = None,
     ) -> None:
         self._core: CacheCore[V] = CacheCore(capacity, default_ttl, clock, wait_timeout, store)
         self._flights: singleflight.FlightTables[V] = singleflight.FlightTables()
         self.fail_closed = bool(fail_closed)
         self.internal_errors = 0
         """Request-path calls whose key or cache failed (and ran uncached unless fail_closed)."""
+        self.events = EventSink(on_event)
+        """Where this cache's events go (``events.errors`` counts a raising callback)."""
 
     @classmethod
     def with_capacity(cls, capacity: int) -> DedupCache[V]:
@@ -179,6 +185,7 @@ class DedupCache(AsyncDedupMethods[V]):
         with core.io:  # the local store: lookup and count are one step, as stats promise
             value = core.lookup(checked, core.now())
             core.count(hit=value is not MISSING)
+        self._emit("cache_miss" if value is MISSING else "cache_hit")
         return None if value is MISSING else cast(V, value)
 
     def peek(self, key: RequestKey) -> CachedResponse[V] | None:
@@ -271,9 +278,20 @@ class DedupCache(AsyncDedupMethods[V]):
         checked = check_key(key)
         core = self._core
         duration = core.default_ttl if ttl is None else seconds(ttl, "ttl")
+        computed = False
+
+        def tracked() -> V:
+            nonlocal computed
+            computed = True
+            return factory()
+
+        run = tracked if self.events.enabled else factory
         if core.local is None:
-            return _shared.compute(core, checked, factory, duration, timeout)
-        return singleflight.compute(core, self._flights, checked, factory, duration, timeout)
+            value = _shared.compute(core, checked, run, duration, timeout)
+        else:
+            value = singleflight.compute(core, self._flights, checked, run, duration, timeout)
+        self._emit("cache_miss" if computed else "cache_hit")
+        return value
 
     def get_or_compute_request(
         self,
@@ -331,4 +349,10 @@ class DedupCache(AsyncDedupMethods[V]):
             with self._core.lock:
                 self.internal_errors += 1
             logger.warning("loopfuse: DedupCache failed, answering uncached: %r", exc)
+            self._emit("fail_open", repr(exc))
             return produced[0] if produced else factory()
+
+    def _emit(self, action: EventAction, reason: str | None = None) -> None:
+        if self.events.enabled:
+            kind = "guard_failed" if action == "fail_open" else None
+            self.events.emit(GuardEvent(action, "cache", kind=kind, reason=reason))

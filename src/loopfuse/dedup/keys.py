@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from blake3 import blake3
 
 from loopfuse.dedup import fnv
-from loopfuse.dedup.request import request_material
+from loopfuse.dedup.request import analysis_material, request_material
 from loopfuse.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from loopfuse.intent import Analysis
 
 __all__ = ["DIGEST_SIZE", "RequestKey"]
 
@@ -197,7 +200,30 @@ class RequestKey:
         >>> key == RequestKey.from_request({**body, "temperature": 0.2})
         False
         """
-        material = request_material(body, path)
+        return cls._of_request_material(request_material(body, path))
+
+    @classmethod
+    def from_analysis(cls, analysis: Analysis, path: str = "") -> RequestKey:
+        """:meth:`from_request` of a body already analysed with
+        ``loopfuse.intent.analyse(body, ignore=loopfuse.dedup.request.IGNORED_PARAMS)``:
+        the same key, bit for bit, without parsing the body again.
+
+        For callers that analyse a body anyway (the integrations' ``Guard`` does, for
+        the breaker and the detector). An analysis made without those ``ignore`` fields,
+        or of a body that is not JSON, raises :class:`~loopfuse.errors.InvalidInputError`
+        (see :func:`loopfuse.dedup.request.analysis_material`).
+
+        >>> from loopfuse import intent
+        >>> from loopfuse.dedup.request import IGNORED_PARAMS
+        >>> body = b'{"model": "llama3", "keep_alive": "5m", "messages": []}'
+        >>> found = intent.analyse(body, ignore=IGNORED_PARAMS)
+        >>> RequestKey.from_analysis(found) == RequestKey.from_request(body)
+        True
+        """
+        return cls._of_request_material(analysis_material(analysis, path))
+
+    @classmethod
+    def _of_request_material(cls, material: bytes) -> RequestKey:
         digest = blake3(material, key=_REQUEST_KEY).digest()
         # No caller needs FNV here (it is for the original's from_str/from_messages keys),
         # so the value is the digest's first 8 bytes: one hash pass instead of two, and

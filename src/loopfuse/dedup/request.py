@@ -47,7 +47,13 @@ from typing import Any, Final
 from loopfuse import intent
 from loopfuse.errors import InvalidInputError
 
-__all__ = ["IGNORED_PARAMS", "canonical_object", "model_from_path", "request_material"]
+__all__ = [
+    "IGNORED_PARAMS",
+    "analysis_material",
+    "canonical_object",
+    "model_from_path",
+    "request_material",
+]
 
 IGNORED_PARAMS: Final = frozenset(
     {
@@ -145,9 +151,35 @@ def request_material(body: object, path: str = "") -> bytes:
     path = _path_str(path)
     # One parse: the value, the dialect (detected on what is keyed, so that an ignored
     # field such as Ollama's keep_alive cannot flip it) and the canonical intent.
-    value, dialect, intent_bytes, _ = intent.analyse(body, ignore=IGNORED_PARAMS)
-    if value is intent.NOT_JSON:
+    analysis = intent.analyse(body, ignore=IGNORED_PARAMS)
+    if analysis.value is intent.NOT_JSON:
         return _raw_material(body, path)
+    return analysis_material(analysis, path)
+
+
+def analysis_material(analysis: intent.Analysis, path: str = "") -> bytes:
+    """:func:`request_material` of a body already analysed with
+    ``intent.analyse(body, ignore=IGNORED_PARAMS)``: the same bytes, without a second parse.
+
+    An analysis made with other ``ignore`` fields, or of a body that is not JSON (its key
+    is made of the raw bytes, which an analysis does not keep), raises
+    :class:`~loopfuse.errors.InvalidInputError`.
+
+    >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    >>> found = intent.analyse(body, ignore=IGNORED_PARAMS)
+    >>> analysis_material(found) == request_material(body)
+    True
+    """
+    path = _path_str(path)
+    if not isinstance(analysis, intent.Analysis):
+        raise InvalidInputError(f"expected an intent.Analysis, not {type(analysis).__name__}")
+    if not analysis.ignored >= IGNORED_PARAMS:
+        raise InvalidInputError(
+            "the analysis must be made with intent.analyse(body, ignore=IGNORED_PARAMS)"
+        )
+    value, dialect, intent_bytes = analysis.value, analysis.key_dialect, analysis.intent
+    if value is intent.NOT_JSON:
+        raise InvalidInputError("the body is not JSON: key it with RequestKey.from_request")
     if dialect is None or intent_bytes is None or not isinstance(value, dict):
         # The value is written on its own, not inside the wrapper: the wrapper adds a
         # level, and a body nested exactly MAX_DEPTH deep is JSON and must get a key.

@@ -13,37 +13,44 @@ module                                      what, and its extra
                                             ``[httpx]``, ``[ollama]``
 :mod:`loopfuse.integrations.langchain`      ``LoopfuseMiddleware`` for LangChain v1
                                             ``create_agent``: ``loopfuse[langchain]``
-:mod:`loopfuse.integrations.litellm`        ``LoopfuseHandler``, a LiteLLM proxy
-                                            ``CustomLogger``: ``loopfuse[litellm]``
+:mod:`loopfuse.integrations.litellm`        ``LoopfuseHandler``, a LiteLLM
+                                            ``CustomLogger`` (proxy and async SDK):
+                                            ``loopfuse[litellm]``
 :mod:`loopfuse.integrations.openai_agents`  ``LoopfuseRunHooks`` for the OpenAI Agents
                                             SDK: ``loopfuse[openai-agents]``
+:mod:`loopfuse.integrations.otel`           ``OpenTelemetryEvents``, loopfuse's events
+                                            as OpenTelemetry spans and counters:
+                                            ``loopfuse[otel]``
 ==========================================  ==========================================
 
-Every integration runs the same :class:`Guard` (breaker, detector, cache key) and turns
+Every integration runs the same :class:`Guard` (breaker, detector, cache plan) and turns
 its :class:`GuardDecision` into its framework's terms. A missing extra raises
 :class:`MissingExtraError` (an ``ImportError``) naming the ``pip install`` command.
+:func:`loop_message` gets the clean loop message out of any SDK's error.
 
 >>> from loopfuse.integrations import Guard
->>> guard = Guard(mode="note")
+>>> guard = Guard(mode="warn")
 >>> guard.check(b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}').action
 'forward'
 """
 
 from __future__ import annotations
 
-from loopfuse.integrations._extras import MissingExtraError
-from loopfuse.integrations._guard import (
+from loopfuse.integrations._decision import (
     DEFAULT,
-    Guard,
+    CacheUse,
     GuardDecision,
-    GuardOptions,
     Mode,
     Scanner,
     ScanVerdict,
 )
+from loopfuse.integrations._extras import MissingExtraError
+from loopfuse.integrations._guard import Guard, GuardOptions
+from loopfuse.integrations._messages import loop_message
 
 __all__ = [
     "DEFAULT",
+    "CacheUse",
     "Guard",
     "GuardDecision",
     "GuardOptions",
@@ -51,4 +58,5 @@ __all__ = [
     "Mode",
     "ScanVerdict",
     "Scanner",
+    "loop_message",
 ]

@@ -6,160 +6,89 @@ refuse it (with a message written for the model), or forward it with a note for 
 model. The integration only translates that decision into its framework's terms, so
 every integration refuses, notes, caches and fails open in exactly the same way.
 
-The checks, in order:
+One parse serves every guard:
 
-1. :class:`~loopfuse.LoopBreaker` — the same request intent again and again in one
-   session (retry storms, stateless loops);
-2. a detector's ``scan`` (by default :class:`loopfuse.detector.LoopDetector`) — the
-   conversation ends in a tool-call loop, a cycle, or the same prose again and again;
-3. the :class:`~loopfuse.DedupCache` key — an identical request may be answered from
-   the cache (the integration does the lookup: only it knows what an answer is).
+1. :class:`~loopfuse.LoopBreaker` — the same request again and again in one session
+   (retry storms, stateless loops). The session is the integration's (a header, a
+   callable), else the end user the body names, else the opt-in ``shared_session``;
+   with none, the request is not counted. A retry of an attempt that failed upstream
+   is not counted again (see :meth:`Guard.outcome`);
+2. a detector's ``scan_intent`` (by default :class:`loopfuse.detector.LoopDetector`) —
+   the conversation ends in a tool-call loop, a cycle, or the same prose again and again;
+3. the :class:`~loopfuse.DedupCache` plan — whether and under which key an answer may
+   come from the cache (the integration does the lookup: only it knows what an answer is).
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypedDict
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Final
 
 from loopfuse.breaker import LoopBreaker, LoopDecision
 from loopfuse.dedup import DedupCache, RequestKey
 from loopfuse.errors import ConfigError
-from loopfuse.integrations._shapes import ErrorFormat, add_note, error_format
-from loopfuse.intent import analyse, fingerprint_canonical
+from loopfuse.events import EventAction, EventCallback, EventSink
+from loopfuse.integrations import _cache_controls, _facts
+from loopfuse.integrations._decision import (
+    DEFAULT,
+    Attempt,
+    GuardDecision,
+    Loop,
+    Mode,
+    Scanner,
+    _Default,
+    failed_message,
+)
+from loopfuse.integrations._notes import add_note
+from loopfuse.integrations._options import GuardOptions, checked_options, default_detector
+from loopfuse.integrations._prepared import Prepared, prepare
+from loopfuse.integrations._records import RetryLedger, TimedRecords, retryable
+from loopfuse.integrations._reporting import Reporter
+from loopfuse.integrations._shapes import error_format
 
-if TYPE_CHECKING:
-    from loopfuse.detector import LoopDetected
-
-__all__ = [
-    "DEFAULT",
-    "Guard",
-    "GuardDecision",
-    "GuardOptions",
-    "Mode",
-    "ScanVerdict",
-    "Scanner",
-    "build_guard",
-    "decision_message",
-    "loop_detected",
-]
+__all__ = ["Guard", "GuardOptions", "build_guard", "default_detector"]
 
 logger = logging.getLogger("loopfuse")
 
-Mode = Literal["refuse", "note"]
-
-
-class _Default(enum.Enum):
-    TOKEN = "DEFAULT"
-
-    def __repr__(self) -> str:
-        return "DEFAULT"
-
-
-DEFAULT: Final = _Default.TOKEN
-"""Marks a guard argument left to its default (``None`` turns that guard off)."""
-
-
-class ScanVerdict(Protocol):
-    """What a detector's ``scan`` returns (``loopfuse.detector.Verdict`` is one)."""
-
-    @property
-    def ok(self) -> bool: ...
-    @property
-    def kind(self) -> str | None: ...
-    @property
-    def signature(self) -> str | None: ...
-    @property
-    def count(self) -> int: ...
-    @property
-    def message(self) -> str | None: ...
-
-
-class Scanner(Protocol):
-    """Anything with ``scan(body) -> verdict``, like :class:`loopfuse.detector.LoopDetector`."""
-
-    def scan(self, body: object) -> ScanVerdict: ...
-
-
-def default_detector() -> Scanner | None:
-    """A ``LoopDetector()`` with its measured defaults, or ``None`` if it is unavailable."""
-    try:
-        from loopfuse.detector import LoopDetector
-    except ImportError:  # pragma: no cover - the detector ships with loopfuse
-        return None
-    return LoopDetector()
-
-
-class GuardOptions(TypedDict, total=False):
-    """The keyword arguments of :class:`Guard`, for integrations that build one."""
-
-    breaker: LoopBreaker | _Default | None
-    detector: Scanner | _Default | None
-    cache: DedupCache[Any] | None
-    mode: Mode
-    cache_streams: bool
-    fail_closed: bool
-
-
-@dataclass(frozen=True, slots=True)
-class GuardDecision:
-    """What :meth:`Guard.check` decided about one request body.
-
-    ``action`` is ``"forward"`` (send the body as it is; ``value`` is its parsed form,
-    ``None`` when it is not an LLM request), ``"refuse"`` (do not send it: answer with an
-    error carrying ``message``) or ``"note"`` (send ``value`` instead: the body with
-    ``message`` added for the model). ``code`` names the
-    guard that spoke: ``"repeated_request"`` (the breaker), the detector's kind
-    (``"repeat"``, ``"cycle"``, ``"stagnation"``) or ``"guard_failed"``. ``fmt`` is the
-    provider error shape for a refusal. ``signature`` and ``count`` describe the loop:
-    the repeated batch's signature and how often it ran (the detector), or the request
-    fingerprint in hex and its repeats (the breaker). ``cache_key`` is set when the
-    cache applies to this request. ``error`` is set when a guard failed and the request
-    was let through (or refused, with ``fail_closed=True``).
-    """
-
-    action: Literal["forward", "refuse", "note"]
-    value: object = None
-    dialect: str | None = None
-    fmt: ErrorFormat = "openai"
-    code: str | None = None
-    message: str | None = None
-    streaming: bool = False
-    cache_key: RequestKey | None = None
-    error: str | None = None
-    signature: str | None = None
-    count: int = 0
-
-    @property
-    def refused(self) -> bool:
-        """Whether the request must not be sent."""
-        return self.action == "refuse"
-
-
-_PASS: Final = GuardDecision("forward")
+_NOTES_KEPT: Final = 10_000
+_IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
 
 
 class Guard:
-    """Breaker, detector and cache key for one request body; shared by every integration.
+    """Breaker, detector and cache plan for one request body; shared by every integration.
 
     Args:
         breaker: a :class:`~loopfuse.LoopBreaker`; default ``LoopBreaker()`` (5 identical
             requests per 30 s per session); ``None`` turns it off.
-        detector: anything with ``scan(body)``; default
-            :class:`loopfuse.detector.LoopDetector` with its measured thresholds;
-            ``None`` turns it off.
+        detector: a :class:`Scanner`; default :class:`loopfuse.detector.LoopDetector`
+            with its measured thresholds; ``None`` turns it off.
         cache: a :class:`~loopfuse.DedupCache` of answers; default ``None`` (no cache:
             caching answers is an explicit choice).
-        mode: ``"refuse"`` a looping request, or forward it with a ``"note"`` for the
-            model instead.
-        cache_streams: cache streamed answers too (``stream: true``). Off by default:
-            a cached stream is replayed whole, not token by token.
+        mode: ``"refuse"`` a looping request; forward it with a ``"note"`` for the model;
+            or ``"warn"``: note it the first time, refuse it when the same loop (same
+            session, kind and signature) goes on after the note.
+        cache_streams: cache streamed answers too (``stream: true``).
+        cache_sampled: serve sampled requests (temperature above 0, no seed) from the
+            cache too. Off by default: a caller asking for randomness gets a fresh sample.
+        cache_namespace: the namespace answers are stored and served under (a request's
+            own namespace, from its integration, wins); tenants in different namespaces
+            never share an answer.
+        shared_session: the breaker session of requests that name none (no session from
+            the integration, no end user in the body). ``None`` (default): such requests
+            are not counted, so unrelated users are never refused for each other.
         fail_closed: refuse, instead of forwarding, a request the guard failed to check.
+        on_event: called with a :class:`~loopfuse.events.GuardEvent` for each decision.
+        clock: seconds, for retries and notes; default the breaker's clock.
+        warn_window: seconds a note is remembered for ``mode="warn"`` (default 600).
 
     A guard that fails internally lets the request through: one warning on the
-    ``loopfuse`` logger, counted in :attr:`internal_errors`.
+    ``loopfuse`` logger, counted in :attr:`internal_errors`. Junk in an input (a
+    non-string end-user id, a malformed ``Cache-Control``, an empty namespace) gets its
+    documented fallback, counted in :attr:`input_fallbacks`.
 
     >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
     >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
@@ -168,7 +97,7 @@ class Guard:
     >>> decision = guard.check(body, session_id="s")
     >>> decision.action, decision.code
     ('refuse', 'repeated_request')
-    >>> Guard(mode="note").check(body).action  # a fresh breaker: nothing to note yet
+    >>> guard.check(body).action  # no session, no end user in the body: not counted
     'forward'
     """
 
@@ -180,113 +109,254 @@ class Guard:
         cache: DedupCache[Any] | None = None,
         mode: Mode = "refuse",
         cache_streams: bool = False,
+        cache_sampled: bool = False,
+        cache_namespace: str | None = None,
+        shared_session: str | None = None,
         fail_closed: bool = False,
+        on_event: EventCallback | None = None,
+        clock: Callable[[], float] | None = None,
+        warn_window: float = 600.0,
     ) -> None:
-        if mode not in ("refuse", "note"):
-            raise ConfigError(f"mode must be 'refuse' or 'note', got {mode!r}")
-        if breaker is DEFAULT:
-            breaker = LoopBreaker()
-        elif breaker is not None and not isinstance(breaker, LoopBreaker):
-            raise ConfigError(f"breaker must be a LoopBreaker or None, not {breaker!r}")
-        if detector is DEFAULT:
-            detector = default_detector()
-        elif detector is not None and not callable(getattr(detector, "scan", None)):
-            raise ConfigError(f"detector must have a scan(body) method, not {detector!r}")
-        if cache is not None and not isinstance(cache, DedupCache):
-            raise ConfigError(f"cache must be a DedupCache or None, not {cache!r}")
+        breaker, detector = checked_options(
+            mode, breaker, detector, cache, cache_namespace, shared_session, clock
+        )
         self.breaker: LoopBreaker | None = breaker
         self.detector: Scanner | None = detector
         self.cache: DedupCache[Any] | None = cache
         self.mode: Mode = mode
         self.cache_streams = bool(cache_streams)
+        self.cache_sampled = bool(cache_sampled)
+        self.cache_namespace = cache_namespace
+        self.shared_session = shared_session
         self.fail_closed = bool(fail_closed)
+        if clock is None:
+            clock = time.monotonic if self.breaker is None else self.breaker.clock
+        self.clock: Callable[[], float] = clock
         self.internal_errors = 0
         """How many checks failed internally (let through unless ``fail_closed``)."""
+        self._report = Reporter(on_event)
+        self._retries = RetryLedger()
+        self._notes: TimedRecords[tuple[str, str, str], bool] = TimedRecords(
+            _NOTES_KEPT, warn_window
+        )
         self._lock = threading.Lock()
+
+    @property
+    def events(self) -> EventSink:
+        """Where the guard's events go (``events.errors`` counts a raising callback)."""
+        return self._report.events
+
+    @property
+    def input_fallbacks(self) -> int:
+        """How many junk inputs got their documented fallback."""
+        return self._report.input_fallbacks
 
     def check(
         self,
         body: object,
         *,
         path: str = "",
-        session_id: str | None = "default",
+        session_id: str | None = None,
         scope: str = "",
         streaming: bool | None = None,
+        cache_control: str | None = None,
+        namespace: str | None = None,
+        integration: str | None = None,
     ) -> GuardDecision:
         """Run the guards on ``body`` (``bytes``, ``str`` or a parsed mapping).
 
         ``path`` is the request path (it picks the provider error shape and is part of
-        the breaker's fingerprint). ``session_id`` scopes the breaker; ``None`` skips
-        it. ``scope`` (say, the scheme and host) keeps cached answers of different
-        endpoints apart. ``streaming`` overrides what the body says (``stream: true``).
+        the breaker's fingerprint). ``session_id`` is the integration's session for the
+        breaker (a header, a callable); without one, the end user the body names, then
+        ``shared_session``. ``scope`` (say, the scheme and host) keeps cached answers of
+        different endpoints apart. ``streaming`` overrides what the body says.
+        ``cache_control`` and ``namespace`` are the request's ``Cache-Control`` header
+        and cache namespace, if any; ``integration`` names the caller in events.
         A body that is not an LLM request of a known dialect is forwarded unchecked.
         """
         try:
-            return self._check(body, path, session_id, scope, streaming)
+            prepared = self._prepare(
+                body, path, session_id, scope, streaming, cache_control, namespace, integration
+            )
+            if prepared is None:
+                return GuardDecision("forward", integration=integration, cache_reason="not checked")
+            # The one step that touches the breaker's store: an async twin of check()
+            # awaits the store there and shares _prepare and _finish.
+            return self._finish(prepared, self._count(prepared))
         except Exception as exc:  # fail open: a guard must never take the request path down
-            return self.failure(exc, path)
+            return self.failure(exc, path, integration)
 
-    def _check(
+    def _prepare(
         self,
         body: object,
         path: str,
-        session_id: str | None,
+        session_id: object,
         scope: str,
         streaming: bool | None,
-    ) -> GuardDecision:
-        # One parse serves the breaker's fingerprint and the detector's scan.
-        value, dialect, canon, conversation = analyse(body)
-        if dialect is None or canon is None or not isinstance(value, dict):
-            return _PASS
-        fmt = error_format(path, dialect)
-        if streaming is None:
-            streaming = is_streaming(value, path, dialect)
-        code: str | None = None
-        message: str | None = None
-        signature: str | None = None
-        count = 0
-        if self.breaker is not None and session_id is not None:
-            decision = self.breaker.check(session_id, fingerprint_canonical(canon, path))
-            if not decision.allowed:
-                code, message = "repeated_request", _breaker_message(decision)
-                count = decision.repeats
-                if decision.fingerprint is not None:
-                    signature = f"{decision.fingerprint:016x}"
-        if code is None and self.detector is not None:
-            # A scanner that takes the intent (LoopDetector does) reuses this parse;
-            # any other gets the body, as its protocol says.
-            scan_parsed = getattr(self.detector, "scan_intent", None)
-            if callable(scan_parsed):
-                verdict: ScanVerdict = scan_parsed(conversation)
-            else:
-                verdict = self.detector.scan(body)
+        control: str | None,
+        space: str | None,
+        integration: str | None,
+    ) -> Prepared | None:
+        prepared, junk = prepare(
+            body,
+            path=path,
+            session_id=session_id,
+            shared_session=self.shared_session,
+            scope=scope,
+            streaming=streaming,
+            cache_control=control,
+            namespace=space,
+            integration=integration,
+        )
+        self._report.fallbacks(junk, integration)
+        if prepared is None:
+            return None
+        retry, noted = self._retries.take((prepared.identity, prepared.fingerprint), self.clock())
+        return replace(prepared, retry=retry, retry_noted=noted) if retry else prepared
+
+    def _count(self, prepared: Prepared) -> LoopDecision | None:
+        """The breaker's verdict on a prepared request, or ``None`` when it is not counted."""
+        if self.breaker is None or prepared.session is None or prepared.retry:
+            return None
+        return self.breaker.check(prepared.session, prepared.fingerprint)
+
+    def _finish(self, prepared: Prepared, counted: LoopDecision | None) -> GuardDecision:
+        if prepared.retry and self.breaker is not None and prepared.session is not None:
+            self._report.about("retry_forgiven", "breaker", prepared, reason="a retry")
+        loop: Loop | None = None
+        if counted is not None and counted.error is not None:
+            action: EventAction = "fail_open" if counted.allowed else "fail_closed"
+            self._report.about(
+                action, "breaker", prepared, kind="guard_failed", reason=counted.error
+            )
+            if not counted.allowed:
+                failed = Loop("breaker", "guard_failed", failed_message(counted.error))
+                return self._decision(prepared, "refuse", failed)
+        elif counted is not None and not counted.allowed:
+            signature = f"{prepared.fingerprint:016x}"
+            loop = Loop("breaker", "repeated_request", counted.message, signature, counted.repeats)
+        if loop is None and prepared.retry_noted is not None:
+            return self._note(prepared, prepared.retry_noted)  # a retry is noted like its try
+        if loop is None and self.detector is not None:
+            verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
             if not verdict.ok:
                 code = verdict.kind or "loop"
                 message = verdict.message or f"loopfuse: loop detected ({code})"
-                signature, count = verdict.signature, verdict.count
-        if code is not None and message is not None:
-            refusal = GuardDecision(
-                "refuse",
-                value,
-                dialect,
-                fmt,
-                code=code,
-                message=message,
-                streaming=streaming,
-                signature=signature,
-                count=count,
-            )
-            if self.mode == "refuse":
-                return refusal
-            noted = add_note(value, fmt, f"[loopfuse] {message}")
-            if noted is not None:
-                return replace(refusal, action="note", value=noted)
-        key = None
-        if self.cache is not None and (self.cache_streams or not streaming):
-            key = _scoped_key(RequestKey.from_request(body, path), scope, streaming)
-        return GuardDecision("forward", value, dialect, fmt, streaming=streaming, cache_key=key)
+                names = tuple(verdict.tool_names)
+                loop = Loop("detector", code, message, verdict.signature, verdict.count, names)
+        if loop is not None:
+            return self._intervene(prepared, loop)
+        return self._forward(prepared)
 
-    def failure(self, exc: Exception, path: str = "") -> GuardDecision:
+    def _intervene(self, prepared: Prepared, loop: Loop) -> GuardDecision:
+        if self.mode == "refuse":
+            return self._refuse(prepared, loop)
+        if self.mode == "warn":
+            key = (prepared.owner(), loop.code, loop.signature or "")
+            now = self.clock()
+            if self._notes.get(key, now) is not None:
+                ignored = replace(loop, message=f"{loop.message} {_IGNORED_NOTE}")
+                return self._refuse(prepared, ignored)
+            self._notes.put(key, True, now)
+        return self._note(prepared, loop)
+
+    def _refuse(self, prepared: Prepared, loop: Loop) -> GuardDecision:
+        self._report.about("loop_refused", loop.guard, prepared, loop)
+        return self._decision(prepared, "refuse", loop)
+
+    def _note(self, prepared: Prepared, loop: Loop) -> GuardDecision:
+        noted = add_note(prepared.value, prepared.fmt, f"[loopfuse] {loop.message}")
+        if noted is None:  # no place for a note in this body: warn stops, note lets it go
+            return self._refuse(prepared, loop) if self.mode == "warn" else self._forward(prepared)
+        self._report.about("loop_noted", loop.guard, prepared, loop)
+        return self._decision(prepared, "note", loop, noted)
+
+    def _forward(self, prepared: Prepared) -> GuardDecision:
+        decision = self._decision(prepared, "forward", None)
+        if self.cache is None:
+            return replace(decision, cache_reason="no cache is configured")
+        plan = _cache_controls.plan(
+            streaming=prepared.streaming,
+            cache_streams=self.cache_streams,
+            sampled=_facts.is_sampled(prepared.value),
+            cache_sampled=self.cache_sampled,
+            control_header=prepared.cache_control,
+            namespace_header=prepared.namespace,
+            namespace_option=self.cache_namespace,
+        )
+        self._report.fallbacks(plan.junk, prepared.integration)
+        if plan.use == "bypass":
+            return replace(decision, cache_reason=plan.reason)
+        key = RequestKey.from_analysis(prepared.analysis, prepared.path)
+        scoped = _cache_controls.scoped_key(key, prepared.scope, prepared.streaming, plan.namespace)
+        return replace(decision, cache=plan.use, cache_key=scoped)
+
+    def _decision(
+        self, prepared: Prepared, action: Any, loop: Loop | None, noted: object = None
+    ) -> GuardDecision:
+        counted = self.breaker is not None and prepared.session is not None and not prepared.retry
+        attempt = Attempt(
+            prepared.identity, prepared.fingerprint, counted, None if noted is None else loop
+        )
+        return GuardDecision(
+            action,
+            prepared.value if noted is None else noted,
+            prepared.dialect,
+            prepared.fmt,
+            code=None if loop is None else loop.code,
+            message=None if loop is None else loop.message,
+            streaming=prepared.streaming,
+            signature=None if loop is None else loop.signature,
+            count=0 if loop is None else loop.count,
+            tool_names=() if loop is None else loop.tool_names,
+            session=prepared.session if counted else None,
+            cache_reason=None if loop is None else f"the request was {action}d",
+            attempt=attempt,
+            integration=prepared.integration,
+        )
+
+    def outcome(
+        self,
+        decision: GuardDecision,
+        status: int | None = None,
+        *,
+        error: BaseException | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """Tell the guard how a forwarded request ended upstream; never raises.
+
+        ``status`` is the HTTP status, ``error`` the exception (a timeout, a connection
+        error) when there was no response, ``retry_after`` the backoff in seconds the
+        upstream asked for. After a failure (``408``, ``409``, ``429``, ``5xx``, an
+        error), the next identical request of the same session is a retry: it is not
+        counted by the breaker again, unless it comes before ``retry_after`` is up.
+        After an answer, an identical request is a repeat and is counted.
+        """
+        attempt = decision.attempt
+        if attempt is None:
+            return
+        try:
+            key = (attempt.identity, attempt.fingerprint)
+            if error is not None or (status is not None and retryable(status)):
+                self._retries.failed(key, at=self.clock(), backoff=retry_after, noted=attempt.noted)
+            else:
+                self._retries.answered(key)
+        except Exception as exc:  # reporting an outcome must never break the response path
+            self.failure(exc, integration=decision.integration)
+
+    def input_fallback(self, reasons: list[str], integration: str | None = None) -> None:
+        """Count junk inputs an integration met and fell back from (one event each)."""
+        self._report.fallbacks(reasons, integration)
+
+    def cache_event(self, decision: GuardDecision, outcome: str) -> None:
+        """Emit the cache event of a request (``"hit"``, ``"miss"`` or ``"bypass"``), for
+        integrations that look the cache up; nothing when no cache is configured."""
+        if self.cache is not None:
+            self._report.cache(decision, outcome)
+
+    def failure(
+        self, exc: BaseException, path: str = "", integration: str | None = None
+    ) -> GuardDecision:
         """Count and log an internal failure; the decision for the request it hit.
 
         For integrations whose own preparation (reading a session id, say) fails:
@@ -296,12 +366,17 @@ class Guard:
             self.internal_errors += 1
         action = "refusing" if self.fail_closed else "forwarding"
         logger.warning("loopfuse: guard check failed, %s the request: %r", action, exc)
+        self._report.failed(self.fail_closed, repr(exc), integration)
         if not self.fail_closed:
-            return GuardDecision("forward", error=repr(exc))
-        message = f"loopfuse: request refused because the loop guard failed: {exc!r}"
-        fmt = error_format(path, None)
+            return GuardDecision("forward", error=repr(exc), integration=integration)
         return GuardDecision(
-            "refuse", fmt=fmt, code="guard_failed", message=message, error=repr(exc)
+            "refuse",
+            fmt=error_format(path, None),
+            code="guard_failed",
+            message=failed_message(repr(exc)),
+            error=repr(exc),
+            integration=integration,
+            cache_reason="the guard failed",
         )
 
     def __repr__(self) -> str:
@@ -309,41 +384,6 @@ class Guard:
             f"Guard(breaker={self.breaker!r}, detector={self.detector!r}, cache={self.cache!r}, "
             f"mode={self.mode!r})"
         )
-
-
-def is_streaming(value: dict[str, Any], path: str, dialect: str | None) -> bool:
-    """Whether the request asks for a streamed answer.
-
-    ``stream: true``; Gemini's ``:streamGenerateContent``; Ollama streams unless told not to.
-
-    >>> is_streaming({"stream": True}, "/v1/chat/completions", "openai_chat")
-    True
-    >>> is_streaming({}, "/api/chat", "ollama"), is_streaming({}, "/v1/messages", "anthropic")
-    (True, False)
-    """
-    if ":streamGenerateContent" in path:
-        return True
-    stream = value.get("stream")
-    if dialect == "ollama" and stream is None:
-        return True
-    return stream is True
-
-
-def _scoped_key(key: RequestKey, scope: str, streaming: bool) -> RequestKey:
-    # RequestKey.from_request ignores `stream` (the answer's content is the same) and the
-    # endpoint; an HTTP answer differs in both (SSE or JSON; one server's model "m" is not
-    # another's), so both are folded in, with the content digest, into a new content key.
-    digest = key.digest or key.value.to_bytes(8, "little")
-    material = b"loopfuse-http\x00" + scope.encode("utf-8", "surrogatepass") + b"\x00"
-    return RequestKey.from_bytes(material + (b"S" if streaming else b"J") + digest)
-
-
-def _breaker_message(decision: LoopDecision) -> str:
-    return (
-        f"Loop detected: this exact request has been sent {decision.repeats} times within "
-        f"{decision.window:g}s. Sending it again unchanged will not give a different result: "
-        "change the request or your approach, or stop and say what is blocking you."
-    )
 
 
 def build_guard(guard: Guard | None, options: GuardOptions) -> Guard:
@@ -364,25 +404,3 @@ def build_guard(guard: Guard | None, options: GuardOptions) -> Guard:
         names = ", ".join(sorted(options))
         raise ConfigError(f"pass either guard= or the guard's options ({names}), not both")
     return guard
-
-
-def loop_detected(decision: GuardDecision) -> LoopDetected:
-    """The :class:`loopfuse.detector.LoopDetected` that reports ``decision``.
-
-    >>> err = loop_detected(GuardDecision("refuse", code="repeat", message="stop", count=3))
-    >>> err.kind, err.count, str(err)
-    ('repeat', 3, 'stop')
-    """
-    from loopfuse.detector import LoopDetected
-
-    return LoopDetected(
-        decision_message(decision),
-        signature=decision.signature or "",
-        kind=decision.code or "loop",
-        count=decision.count,
-    )
-
-
-def decision_message(decision: GuardDecision) -> str:
-    """The message of a decision that found a loop (a fallback when it carries none)."""
-    return decision.message or f"loopfuse: loop detected ({decision.code})"

@@ -16,16 +16,26 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
+from loopfuse.dedup import DedupCache, RequestKey
 from loopfuse.errors import ConfigError, InvalidInputError
+from loopfuse.integrations._decision import GuardDecision
 from loopfuse.integrations._extras import require
-from loopfuse.integrations._guard import Guard, GuardDecision
+from loopfuse.integrations._guard import Guard
 from loopfuse.integrations._shapes import error_body
 from loopfuse.intent import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
     from httpx2 import Request, Response
 
-__all__ = ["DEFAULT_PATHS", "HTTPAnswer", "SessionResolver", "TransportCore", "Uncached"]
+__all__ = [
+    "CACHE_HEADER",
+    "DEFAULT_PATHS",
+    "HTTPAnswer",
+    "SessionResolver",
+    "TransportCore",
+    "Uncached",
+    "retry_after",
+]
 
 DEFAULT_PATHS: Final = (
     "/chat/completions",
@@ -39,7 +49,10 @@ DEFAULT_PATHS: Final = (
 Responses (and every server compatible with them), Anthropic Messages, Gemini, Ollama."""
 
 SessionResolver = Callable[["Request"], "str | None"]
-"""Reads a session id off a request; ``None`` falls back to the session header."""
+"""Reads a session id off a request; ``None`` falls back to the body's end user."""
+
+CACHE_HEADER: Final = "x-loopfuse-cache"
+"""The response header saying where a guarded answer came from: ``hit``, ``miss``, ``bypass``."""
 
 _STREAM_TYPES: Final = ("text/event-stream", "application/x-ndjson", "application/jsonl")
 # Headers that describe the upstream bytes on the wire, not the decoded body we replay.
@@ -87,7 +100,7 @@ class TransportCore:
     guard: Guard
     session_header: str | None
     session_id: SessionResolver | None
-    default_session: str | None
+    namespace_header: str | None
     paths: tuple[str, ...]
 
     def _configure(
@@ -95,16 +108,18 @@ class TransportCore:
         guard: Guard,
         session_header: str | None,
         session_id: SessionResolver | None,
-        default_session: str | None,
+        namespace_header: str | None,
         paths: Iterable[str],
     ) -> None:
         require("httpx2", "httpx", extra="openai", what=type(self).__name__)
-        if session_header is not None and not (isinstance(session_header, str) and session_header):
-            raise ConfigError("session_header must be a header name or None")
+        for name, header in (
+            ("session_header", session_header),
+            ("namespace_header", namespace_header),
+        ):
+            if header is not None and not (isinstance(header, str) and header):
+                raise ConfigError(f"{name} must be a header name or None")
         if session_id is not None and not callable(session_id):
             raise ConfigError("session_id must be a callable taking the request, or None")
-        if default_session is not None and not isinstance(default_session, str):
-            raise ConfigError("default_session must be a str or None")
         if isinstance(paths, str):
             raise ConfigError("paths must be a collection of path endings, not one string")
         suffixes = tuple(paths)
@@ -113,7 +128,7 @@ class TransportCore:
         self.guard = guard
         self.session_header = session_header
         self.session_id = session_id
-        self.default_session = default_session
+        self.namespace_header = namespace_header
         self.paths = suffixes
 
     def wants(self, request: Request) -> bool:
@@ -131,24 +146,34 @@ class TransportCore:
         try:
             session = self._session(request)
         except Exception as exc:  # a resolver that raises fails open, like the guard
-            return self.guard.failure(exc, url.path)
-        scope = f"{url.scheme}://{url.host}:{url.port or ''}"
-        return self.guard.check(body, path=url.path, session_id=session, scope=scope)
+            return self.guard.failure(exc, url.path, "httpx")
+        headers = request.headers
+        space = None if self.namespace_header is None else headers.get(self.namespace_header)
+        return self.guard.check(
+            body,
+            path=url.path,
+            session_id=session,
+            scope=f"{url.scheme}://{url.host}:{url.port or ''}",
+            cache_control=headers.get("cache-control"),
+            namespace=space,
+            integration="httpx",
+        )
 
     def _session(self, request: Request) -> str | None:
-        if self.session_id is not None:
-            session = self.session_id(request)
-            if session is not None:
-                if not isinstance(session, str):
-                    raise InvalidInputError(
-                        f"session_id returned a {type(session).__name__}, not a str"
-                    )
-                return session
+        """The session header, else ``session_id(request)``; ``None`` leaves it to the
+        guard (the body's end user, then the guard's ``shared_session``)."""
         if self.session_header is not None:
             header = request.headers.get(self.session_header)
             if header:
                 return header
-        return self.default_session
+        if self.session_id is not None:
+            session = self.session_id(request)
+            if session is not None and not isinstance(session, str):
+                raise InvalidInputError(
+                    f"session_id returned a {type(session).__name__}, not a str"
+                )
+            return session
+        return None
 
     @staticmethod
     def outgoing(request: Request, decision: GuardDecision) -> Request:
@@ -178,10 +203,32 @@ class TransportCore:
             "content-type": "application/json",
             "x-should-retry": "false",
             "x-loopfuse-refused": code,
+            CACHE_HEADER: "bypass",
         }
         return _response(
             request, 400, headers, error_body(decision.fmt, code, decision.message or "")
         )
+
+    @staticmethod
+    def marked(response: Response, where: str) -> Response:
+        """``response``, saying where its answer came from (``x-loopfuse-cache``)."""
+        response.headers[CACHE_HEADER] = where
+        return response
+
+    def reported(self, decision: GuardDecision, response: Response) -> Response:
+        """Tell the guard how the upstream answered ``decision``'s request."""
+        self.guard.outcome(decision, response.status_code, retry_after=retry_after(response))
+        return response
+
+    def store(
+        self, cache: DedupCache[Any], key: RequestKey, answer: HTTPAnswer, decision: GuardDecision
+    ) -> None:
+        """Keep a fresh answer (``Cache-Control: no-cache``); a cache that fails is counted
+        and the answer served regardless."""
+        try:
+            cache.insert(key, answer)
+        except Exception as exc:  # the answer is already here: serve it
+            self.guard.failure(exc, integration=decision.integration)
 
     def cacheable(self, response: Response) -> bool:
         """Whether an upstream response may be kept (a 200; a stream only if configured)."""
@@ -201,12 +248,30 @@ class TransportCore:
         """A response serving ``answer``: a cache hit, or (``upstream`` given) the answer
         just fetched, with the upstream headers that still describe the decoded body."""
         if upstream is None:
-            headers = [("content-type", answer.content_type), ("x-loopfuse-cache", "hit")]
+            headers = [("content-type", answer.content_type), (CACHE_HEADER, "hit")]
         else:
             headers = [
                 (name, value)
                 for name, value in upstream.headers.multi_items()
-                if name.lower() not in _WIRE_HEADERS
+                if name.lower() not in _WIRE_HEADERS and name.lower() != CACHE_HEADER
             ]
-            headers.append(("x-loopfuse-cache", "miss"))
+            headers.append((CACHE_HEADER, "miss"))
         return _response(request, answer.status_code, headers, answer.content)
+
+
+def retry_after(response: Response) -> float | None:
+    """The backoff, in seconds, an upstream response asks for (``retry-after-ms``, else a
+    numeric ``retry-after``); ``None`` when it asks for none (an HTTP date counts as none).
+    """
+    headers = response.headers
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) * scale
+        except ValueError:
+            continue
+        if seconds == seconds and 0 < seconds < float("inf"):
+            return seconds
+    return None

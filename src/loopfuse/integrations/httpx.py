@@ -6,21 +6,28 @@
 work: each response is built with the library of its request. Before a request goes out
 the transport runs its :class:`~loopfuse.integrations.Guard` on the body:
 
-- a **refusal** is answered at once with a synthetic HTTP 400 in the provider's own error
-  shape and ``x-should-retry: false``: the SDK raises its ordinary ``BadRequestError``
-  carrying loopfuse's message, and does not retry;
-- with ``mode="note"`` the request goes out with a short note for the model instead;
+- by default (``mode="warn"``) the first request found looping goes out with a short
+  note for the model; if the same loop goes on after the note, the request is
+  **refused**: answered at once with a synthetic HTTP 400 in the provider's own error
+  shape and ``x-should-retry: false``, so the SDK raises its ordinary ``BadRequestError``
+  carrying loopfuse's message, and does not retry (``mode="refuse"`` refuses at once,
+  ``mode="note"`` only ever notes);
 - with a ``cache``, an identical request is answered from it: a synthetic 200 with the
-  cached body and ``x-loopfuse-cache: hit``; concurrent identical requests make one
-  upstream call. Streamed answers pass through uncached unless ``cache_streams=True``.
+  cached body; concurrent identical requests make one upstream call. Every checked
+  request's response says ``x-loopfuse-cache: hit | miss | bypass``; the request's
+  ``Cache-Control: no-cache`` / ``no-store`` and its ``x-loopfuse-cache-namespace``
+  header are honoured. Streamed answers pass through uncached unless ``cache_streams=True``.
 
 Only ``POST`` requests with a JSON body to an LLM endpoint (``paths``, default
 :data:`DEFAULT_PATHS`) are checked; everything else (embeddings, files, ``GET``) passes
 through untouched, as does a body that is not an LLM request of a known dialect.
 
-The breaker's session id is read from the ``x-session-id`` header (``session_header``),
-or computed by ``session_id(request)``; without one, requests share ``default_session``
-(``None``: the breaker is skipped for them).
+The breaker's session is the ``x-session-id`` header (``session_header``), else
+``session_id(request)``, else the end user the body names (OpenAI ``safety_identifier`` /
+``user``, Anthropic ``metadata.user_id``), else the guard's opt-in ``shared_session``;
+a request with none is not counted by the breaker. Upstream errors reach the SDK
+unchanged, and a retry of an attempt that failed upstream (``429``, ``5xx``, a timeout)
+is not counted again.
 
 Examples need the extra, so they are not run here; docs/integrations/httpx.md runs them.
 
@@ -36,9 +43,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from loopfuse.dedup import SingleFlightReentryError, SingleFlightTimeoutError
+from loopfuse.integrations._decision import GuardDecision
 from loopfuse.integrations._extras import installed
 from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
 from loopfuse.integrations._http import (
@@ -66,7 +74,12 @@ else:
 
     _SyncBase, _AsyncBase = _bases()
 
-__all__ = ["DEFAULT_PATHS", "AsyncGuardTransport", "GuardTransport", "HTTPAnswer"]
+__all__ = ["DEFAULT_MODE", "DEFAULT_PATHS", "AsyncGuardTransport", "GuardTransport", "HTTPAnswer"]
+
+DEFAULT_MODE: Final = "warn"
+"""The transports' default ``mode``: a note first, a refusal when the loop goes on. The
+transport sits under code it cannot see; a refusal is an exception that code may not
+handle, while a note lets a capable model leave the loop by itself, for one more call."""
 
 _SINGLE_FLIGHT_ERRORS = (SingleFlightTimeoutError, SingleFlightReentryError)
 
@@ -79,12 +92,12 @@ class GuardTransport(TransportCore, _SyncBase):
             ``httpx.HTTPTransport()``, a mock in tests).
         guard: a :class:`~loopfuse.integrations.Guard` (share one between transports to
             share its breaker and cache); or leave it out and pass the guard's options
-            (``breaker``, ``detector``, ``cache``, ``mode``, ``cache_streams``,
-            ``fail_closed``) here.
+            (``breaker``, ``detector``, ``cache``, ``mode`` (default ``"warn"``),
+            ``cache_streams``, ``cache_sampled``, ``cache_namespace``,
+            ``shared_session``, ``fail_closed``, ``on_event``) here.
         session_header: the header carrying the session id.
-        session_id: ``session_id(request) -> str | None``, tried before the header.
-        default_session: the session of requests that carry none; ``None`` skips the
-            breaker for them.
+        session_id: ``session_id(request) -> str | None``, tried after the header.
+        namespace_header: the header carrying a request's cache namespace.
         paths: path endings of the requests to check.
 
     >>> import httpx2  # doctest: +SKIP
@@ -101,12 +114,14 @@ class GuardTransport(TransportCore, _SyncBase):
         *,
         session_header: str | None = "x-session-id",
         session_id: SessionResolver | None = None,
-        default_session: str | None = "default",
+        namespace_header: str | None = "x-loopfuse-cache-namespace",
         paths: Iterable[str] = DEFAULT_PATHS,
         **options: Unpack[GuardOptions],
     ) -> None:
+        if guard is None:
+            options.setdefault("mode", DEFAULT_MODE)
         self._configure(
-            build_guard(guard, options), session_header, session_id, default_session, paths
+            build_guard(guard, options), session_header, session_id, namespace_header, paths
         )
         self.inner = inner
 
@@ -116,15 +131,17 @@ class GuardTransport(TransportCore, _SyncBase):
             return self.inner.handle_request(request)
         decision = self.decide(request, request.read())
         if decision.refused:
+            self.guard.cache_event(decision, "bypass")
             return self.refusal(request, decision)
         outgoing = self.outgoing(request, decision)
         cache, key = self.guard.cache, decision.cache_key
         if cache is None or key is None:
-            return self.inner.handle_request(outgoing)
+            self.guard.cache_event(decision, "bypass")
+            return self.marked(self._send(outgoing, decision), "bypass")
         fetched: list[Response] = []
 
         def fetch() -> HTTPAnswer:
-            response = self.inner.handle_request(outgoing)
+            response = self._send(outgoing, decision)
             if not self.cacheable(response):
                 raise Uncached(response)
             try:
@@ -135,12 +152,27 @@ class GuardTransport(TransportCore, _SyncBase):
             return self.answer(response, content)
 
         try:
-            answer = cache.get_or_compute(key, fetch)
+            if decision.cache == "refresh":  # Cache-Control: no-cache
+                answer = fetch()
+                self.store(cache, key, answer, decision)
+            else:
+                answer = cache.get_or_compute(key, fetch)
         except Uncached as uncached:
-            return uncached.response
+            self.guard.cache_event(decision, "miss")
+            return self.marked(uncached.response, "miss")
         except _SINGLE_FLIGHT_ERRORS:  # another caller's answer never came: ask ourselves
-            return self.inner.handle_request(outgoing)
+            self.guard.cache_event(decision, "miss")
+            return self.marked(self._send(outgoing, decision), "miss")
+        self.guard.cache_event(decision, "miss" if fetched else "hit")
         return self.replay(request, answer, fetched[0] if fetched else None)
+
+    def _send(self, outgoing: Request, decision: GuardDecision) -> Response:
+        try:
+            response = self.inner.handle_request(outgoing)
+        except Exception as exc:  # a timeout, a connection error: the SDK may retry it
+            self.guard.outcome(decision, error=exc)
+            raise
+        return self.reported(decision, response)
 
     def close(self) -> None:
         """Close the inner transport."""
@@ -181,12 +213,14 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
         *,
         session_header: str | None = "x-session-id",
         session_id: SessionResolver | None = None,
-        default_session: str | None = "default",
+        namespace_header: str | None = "x-loopfuse-cache-namespace",
         paths: Iterable[str] = DEFAULT_PATHS,
         **options: Unpack[GuardOptions],
     ) -> None:
+        if guard is None:
+            options.setdefault("mode", DEFAULT_MODE)
         self._configure(
-            build_guard(guard, options), session_header, session_id, default_session, paths
+            build_guard(guard, options), session_header, session_id, namespace_header, paths
         )
         self.inner = inner
 
@@ -196,15 +230,17 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
             return await self.inner.handle_async_request(request)
         decision = self.decide(request, await request.aread())
         if decision.refused:
+            self.guard.cache_event(decision, "bypass")
             return self.refusal(request, decision)
         outgoing = self.outgoing(request, decision)
         cache, key = self.guard.cache, decision.cache_key
         if cache is None or key is None:
-            return await self.inner.handle_async_request(outgoing)
+            self.guard.cache_event(decision, "bypass")
+            return self.marked(await self._send(outgoing, decision), "bypass")
         fetched: list[Response] = []
 
         async def fetch() -> HTTPAnswer:
-            response = await self.inner.handle_async_request(outgoing)
+            response = await self._send(outgoing, decision)
             if not self.cacheable(response):
                 raise Uncached(response)
             try:
@@ -215,12 +251,27 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
             return self.answer(response, content)
 
         try:
-            answer = await cache.aget_or_compute(key, fetch)
+            if decision.cache == "refresh":  # Cache-Control: no-cache
+                answer = await fetch()
+                self.store(cache, key, answer, decision)
+            else:
+                answer = await cache.aget_or_compute(key, fetch)
         except Uncached as uncached:
-            return uncached.response
+            self.guard.cache_event(decision, "miss")
+            return self.marked(uncached.response, "miss")
         except _SINGLE_FLIGHT_ERRORS:  # another task's answer never came: ask ourselves
-            return await self.inner.handle_async_request(outgoing)
+            self.guard.cache_event(decision, "miss")
+            return self.marked(await self._send(outgoing, decision), "miss")
+        self.guard.cache_event(decision, "miss" if fetched else "hit")
         return self.replay(request, answer, fetched[0] if fetched else None)
+
+    async def _send(self, outgoing: Request, decision: GuardDecision) -> Response:
+        try:
+            response = await self.inner.handle_async_request(outgoing)
+        except Exception as exc:  # a timeout, a connection error: the SDK may retry it
+            self.guard.outcome(decision, error=exc)
+            raise
+        return self.reported(decision, response)
 
     async def aclose(self) -> None:
         """Close the inner transport."""

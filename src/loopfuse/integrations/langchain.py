@@ -5,13 +5,16 @@ calls, ``ToolMessage`` results, ``HumanMessage`` turns), converts it with LangCh
 ``convert_to_openai_messages`` and runs the same :class:`~loopfuse.integrations.Guard`
 as every other integration (by default: the loop detector, no breaker, since an agent's
 history grows with every turn and so never repeats a request word for word). When the
-conversation ends in a loop, ``exit_behavior`` decides:
+conversation ends in a loop, ``mode`` decides (default ``"warn"``): the first time, the
+model is called with a note for it appended to *this* call's messages (never to the
+agent's state); if the same loop goes on after the note, the run is stopped.
+``mode="refuse"`` stops at once, ``mode="note"`` only ever notes. ``exit_behavior``
+decides how a run stops:
 
-- ``"end"`` (default): jump to the end of the run with an ``AIMessage`` explaining why;
+- ``"end"`` (default): the model is not called; the run ends with an ``AIMessage``
+  explaining why;
 - ``"error"``: raise :class:`loopfuse.detector.LoopDetected` (``kind``, ``count``,
-  ``signature``, and a ``message`` written for the model);
-- ``"note"``: call the model anyway, with a note for it appended to *this* call's
-  messages (never to the agent's state).
+  ``signature``, ``tool_names``, and a ``message`` written for the model).
 
 >>> from loopfuse.integrations.langchain import LoopfuseMiddleware
 >>> from langchain.agents import create_agent  # doctest: +SKIP
@@ -25,23 +28,20 @@ Without the extra the module still imports; creating the middleware raises
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopfuse.errors import ConfigError
+from loopfuse.integrations._decision import GuardDecision, decision_message, loop_detected
 from loopfuse.integrations._extras import require, stand_in
-from loopfuse.integrations._guard import (
-    Guard,
-    GuardDecision,
-    GuardOptions,
-    build_guard,
-    decision_message,
-    loop_detected,
-)
+from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
 
 if TYPE_CHECKING:
-    from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
+    from langchain.agents.middleware import (  # noqa: F401  # AgentState: in the base class
+        AgentMiddleware,
+        AgentState,
+        ModelRequest,
+    )
     from langchain.agents.middleware.types import ModelCallResult, ModelResponse
-    from langgraph.runtime import Runtime
     from typing_extensions import Unpack
 else:
     try:
@@ -49,21 +49,15 @@ else:
     except ImportError:  # the class below still defines; creating one says what to install
         AgentMiddleware = stand_in("AgentMiddleware", package="langchain", extra="langchain")
 
-__all__ = ["ExitBehavior", "LoopfuseMiddleware"]
+__all__ = ["DEFAULT_MODE", "ExitBehavior", "LoopfuseMiddleware"]
 
-ExitBehavior = Literal["end", "error", "note"]
-_EXIT_BEHAVIORS: Final = ("end", "error", "note")
+ExitBehavior = Literal["end", "error"]
+_EXIT_BEHAVIORS: Final = ("end", "error")
 
-_Hook = TypeVar("_Hook", bound=Callable[..., Any])
-
-
-def _can_jump_to_end(hook: _Hook) -> _Hook:
-    """LangChain's ``hook_config(can_jump_to=["end"])``, when LangChain is installed."""
-    try:
-        from langchain.agents.middleware import hook_config
-    except ImportError:
-        return hook
-    return hook_config(can_jump_to=["end"])(hook)
+DEFAULT_MODE: Final = "warn"
+"""The middleware's default ``mode``: a note first, a stop when the loop goes on. An
+agent that heeds the note finishes its task; one that does not is stopped one model call
+later than with ``"refuse"``. The note never enters the agent's state."""
 
 
 class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
@@ -71,11 +65,12 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
 
     Args:
         guard: a :class:`~loopfuse.integrations.Guard` to share; or leave it out and pass
-            its options (``detector``, ``breaker``, ``fail_closed``) here. Without a
-            ``guard``, ``breaker`` defaults to ``None``; a breaker, when given, counts per
-            LangGraph ``thread_id``. There is no ``cache`` here: answers are cached at the
-            HTTP level (:mod:`loopfuse.integrations.httpx`).
-        exit_behavior: ``"end"``, ``"error"`` or ``"note"`` (see the module docs).
+            its options (``detector``, ``breaker``, ``mode`` (default ``"warn"``),
+            ``fail_closed``, ``on_event``) here. Without a ``guard``, ``breaker``
+            defaults to ``None``; a breaker, when given, counts per LangGraph
+            ``thread_id``. There is no ``cache`` here: answers are cached at the HTTP
+            level (:mod:`loopfuse.integrations.httpx`).
+        exit_behavior: how a run stops, ``"end"`` or ``"error"`` (see the module docs).
 
     ``last_decision`` is the guard's decision of the latest check that found a loop.
     """
@@ -89,10 +84,10 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
     ) -> None:
         require("langchain", extra="langchain", what="LoopfuseMiddleware")
         super().__init__()
+        if exit_behavior == "note":  # type: ignore[comparison-overlap]  # the former API
+            raise ConfigError("exit_behavior='note' is now mode='note' (or the default 'warn')")
         if exit_behavior not in _EXIT_BEHAVIORS:
-            raise ConfigError(
-                f"exit_behavior must be 'end', 'error' or 'note', not {exit_behavior!r}"
-            )
+            raise ConfigError(f"exit_behavior must be 'end' or 'error', not {exit_behavior!r}")
         if options.get("cache") is not None:
             raise ConfigError(
                 "LoopfuseMiddleware does not cache answers: put the cache on the model's "
@@ -100,82 +95,91 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
             )
         if guard is None:
             options.setdefault("breaker", None)
+            options.setdefault("mode", DEFAULT_MODE)
         self.guard = build_guard(guard, options)
         self.exit_behavior: ExitBehavior = exit_behavior
         self.last_decision: GuardDecision | None = None
 
     def check(self, messages: Sequence[Any], session_id: str | None = None) -> GuardDecision | None:
         """The guard's decision on a conversation of LangChain messages when it found a
-        loop (or failed closed); ``None`` when the agent may go on."""
+        loop (or failed closed); ``None`` when the agent may go on. Each call counts as
+        one model call: in ``"warn"`` mode a second look at the same loop refuses it."""
         from langchain_core.messages import convert_to_openai_messages
 
         try:
             body = {"messages": convert_to_openai_messages(list(messages))}
         except Exception as exc:  # a message LangChain cannot convert: fail open (or closed)
-            decision = self.guard.failure(exc)
+            decision = self.guard.failure(exc, integration="langchain")
         else:
             session = _thread_id() if session_id is None else session_id
-            decision = self.guard.check(body, session_id=session)
+            decision = self.guard.check(body, session_id=session, integration="langchain")
         if decision.action == "forward":
             return None
         self.last_decision = decision
         return decision
-
-    @_can_jump_to_end
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """End the run (``"end"``) or raise (``"error"``) when the conversation loops."""
-        if self.exit_behavior == "note":
-            return None  # the note is added to the model call itself: see wrap_model_call
-        decision = self.check(state["messages"])
-        if decision is None:
-            return None
-        if self.exit_behavior == "error":
-            raise loop_detected(decision)
-        from langchain_core.messages import AIMessage
-
-        return {"jump_to": "end", "messages": [AIMessage(content=decision_message(decision))]}
-
-    @_can_jump_to_end
-    async def abefore_model(
-        self, state: AgentState[Any], runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """:meth:`before_model` for async agents (the check does no I/O)."""
-        return self.before_model(state, runtime)
 
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult[Any]:
-        """In ``"note"`` mode, call the model with a note when the conversation loops."""
-        return handler(self._noted(request))
+        """Call the model (with a note, when the conversation loops), or stop the run."""
+        decision = self.check(request.messages)
+        if decision is None:
+            return handler(request)
+        if decision.refused:
+            return self._stop(decision)
+        return handler(_noted(request, decision))
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
-        """:meth:`wrap_model_call` for async agents."""
-        return await handler(self._noted(request))
-
-    def _noted(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        if self.exit_behavior != "note":
-            return request
+        """:meth:`wrap_model_call` for async agents (the check does no I/O)."""
         decision = self.check(request.messages)
         if decision is None:
-            return request
-        from langchain_core.messages import HumanMessage
+            return await handler(request)
+        if decision.refused:
+            return self._stop(decision)
+        return await handler(_noted(request, decision))
 
-        note = HumanMessage(content=f"[loopfuse] {decision_message(decision)}")
-        return request.override(messages=[*request.messages, note])
+    def _stop(self, decision: GuardDecision) -> ModelCallResult[Any]:
+        """End the run: an answer without tool calls (the agent loop ends on it), or raise."""
+        if self.exit_behavior == "error":
+            raise loop_detected(decision)
+        from langchain_core.messages import AIMessage
+
+        return AIMessage(content=decision_message(decision))
 
 
-def _thread_id() -> str:
-    """The LangGraph ``thread_id`` of the running graph, or ``"default"``."""
+def _noted(request: ModelRequest[Any], decision: GuardDecision) -> ModelRequest[Any]:
+    """``request`` with the note as the latest human text: appended to the last
+    ``HumanMessage``, or a new one after a tool result (LangChain's provider adapters put
+    it in the same user turn as the tool results where the provider wants that)."""
+    from langchain_core.messages import HumanMessage
+
+    note = f"[loopfuse] {decision_message(decision)}"
+    messages = list(request.messages)
+    last = messages[-1] if messages else None
+    if isinstance(last, HumanMessage) and isinstance(last.content, str):
+        merged = f"{last.content}\n\n{note}" if last.content else note
+        messages[-1] = last.model_copy(update={"content": merged})
+    elif isinstance(last, HumanMessage) and isinstance(last.content, list):
+        parts = [*last.content, {"type": "text", "text": note}]
+        messages[-1] = last.model_copy(update={"content": parts})
+    else:
+        messages.append(HumanMessage(content=note))
+    return request.override(messages=messages)
+
+
+def _thread_id() -> str | None:
+    """The LangGraph ``thread_id`` of the running graph, or ``None`` (no breaker session:
+    the guard falls back to its ``shared_session``)."""
     try:
         from langgraph.config import get_config
 
         thread = (get_config().get("configurable") or {}).get("thread_id")
-    except Exception:  # not inside a graph run, or no LangGraph: one shared session
-        return "default"
-    return "default" if thread is None else str(thread)
+    except Exception:  # not inside a graph run, or no LangGraph
+        return None
+    return None if thread is None else str(thread)

@@ -29,14 +29,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from loopfuse.breaker import LoopBreaker
 from loopfuse.errors import ConfigError, LoopfuseError
+from loopfuse.integrations._decision import GuardDecision, decision_message
 from loopfuse.integrations._extras import require, stand_in
-from loopfuse.integrations._guard import (
-    Guard,
-    GuardDecision,
-    GuardOptions,
-    build_guard,
-    decision_message,
-)
+from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
+from loopfuse.integrations._records import TimedRecords
 
 if TYPE_CHECKING:
     from litellm.caching.dual_cache import DualCache
@@ -52,7 +48,18 @@ else:
         BadRequestError = stand_in("BadRequestError", package="litellm", extra="litellm")
         CustomLogger = stand_in("CustomLogger", package="litellm", extra="litellm")
 
-__all__ = ["GUARDED_CALL_TYPES", "LoopRefusedError", "LoopfuseHandler", "SessionResolver"]
+__all__ = [
+    "DEFAULT_MODE",
+    "GUARDED_CALL_TYPES",
+    "LoopRefusedError",
+    "LoopfuseHandler",
+    "SessionResolver",
+]
+
+DEFAULT_MODE: Final = "warn"
+"""The handler's default ``mode``: a note first, a refusal when the loop goes on. The
+proxy serves clients it cannot see; a note lets a capable model leave the loop without
+its client having to handle an error, and the refusal follows if it does not."""
 
 GUARDED_CALL_TYPES: Final = frozenset(
     {
@@ -83,11 +90,15 @@ _LLM_FIELDS: Final = (
     "tools",
     "functions",
     "stream",
+    "seed",
+    "n",
+    "generationConfig",
 )
 _NOTED_FIELDS: Final = ("messages", "system", "input", "contents")
 
-SessionResolver = Callable[[Mapping[str, Any], "UserAPIKeyAuth"], "str | None"]
-"""``(data, user_api_key_dict) -> session id``; ``None`` falls back to the default."""
+SessionResolver = Callable[[Mapping[str, Any], "UserAPIKeyAuth | None"], "str | None"]
+"""``(data, user_api_key_dict) -> session id``; ``None`` falls back to the end user.
+``user_api_key_dict`` is ``None`` on the SDK path (no proxy, no key)."""
 
 
 class LoopRefusedError(BadRequestError, LoopfuseError):
@@ -111,16 +122,24 @@ class LoopRefusedError(BadRequestError, LoopfuseError):
 
 
 class LoopfuseHandler(CustomLogger):
-    """A LiteLLM ``CustomLogger`` whose ``async_pre_call_hook`` refuses looping requests.
+    """A LiteLLM ``CustomLogger`` that notes or refuses looping requests.
+
+    Registered in the proxy's ``callbacks``, or in ``litellm.callbacks`` for the SDK's
+    async calls (``litellm.acompletion``, ``aresponses``, ``anthropic_messages``, ...).
+    LiteLLM's sync SDK calls (``litellm.completion``) run no hook that can stop a request:
+    the handler logs an error the first time it sees one (see the docs for the fix).
 
     Args:
         guard: a :class:`~loopfuse.integrations.Guard` to share; or leave it out and pass
-            its options (``breaker``, ``detector``, ``mode``, ``fail_closed``) here. There
-            is no ``cache`` option: LiteLLM has its own response cache.
-        session_id: ``session_id(data, user_api_key_dict)``; by default LiteLLM's own
-            session id (``litellm_session_id``, set from the ``x-litellm-session-id``
-            header), else ``metadata.session_id``, else the API key (its hash), so each
-            key's requests are counted apart.
+            its options (``breaker``, ``detector``, ``mode`` (default ``"warn"``),
+            ``shared_session``, ``fail_closed``, ``on_event``) here. There is no
+            ``cache`` option: LiteLLM has its own response cache.
+        session_id: ``session_id(data, user_api_key_dict)``, tried after LiteLLM's own
+            session id (``litellm_session_id``, from the ``x-litellm-session-id`` header)
+            and ``metadata.session_id``; then the end user (LiteLLM's resolved customer
+            id, the body's ``user``, ``litellm_metadata.user``, ``metadata.user_id``,
+            ``safety_identifier``); then the guard's ``shared_session``. A request with
+            none of them is not counted by the breaker.
         call_types: the LiteLLM call types to check (default :data:`GUARDED_CALL_TYPES`).
     """
 
@@ -138,9 +157,17 @@ class LoopfuseHandler(CustomLogger):
             raise ConfigError("LoopfuseHandler does not cache answers: use LiteLLM's cache")
         if session_id is not None and not callable(session_id):
             raise ConfigError("session_id must be a callable (data, user_api_key_dict) or None")
+        if guard is None:
+            options.setdefault("mode", DEFAULT_MODE)
         self.guard = build_guard(guard, options)
         self.session_id = session_id
         self.call_types = frozenset(call_types)
+        # The decision of each LiteLLM call (by litellm_call_id): the proxy's hook and the
+        # SDK's deployment hook both see a proxied call, and LiteLLM's own retries re-run
+        # the deployment hook; a call is checked once, and its outcome reported.
+        self._decided: TimedRecords[str, GuardDecision] = TimedRecords(10_000, 600.0)
+        self.unguarded_calls = 0
+        """Sync SDK calls seen that no hook could check (see :meth:`log_pre_api_call`)."""
 
     async def async_pre_call_hook(
         self,
@@ -149,10 +176,25 @@ class LoopfuseHandler(CustomLogger):
         data: dict[str, Any],
         call_type: str,
     ) -> dict[str, Any] | None:
-        """Refuse (raise :class:`LoopRefusedError`), note, or let ``data`` through."""
+        """The proxy's hook: refuse (raise :class:`LoopRefusedError`), note, or pass."""
+        return self._gate(data, call_type, user_api_key_dict)
+
+    async def async_pre_call_deployment_hook(
+        self, kwargs: dict[str, Any], call_type: Any
+    ) -> dict[str, Any] | None:
+        """The SDK's hook (``litellm.acompletion`` and the other async calls)."""
+        name = getattr(call_type, "value", call_type)
+        return self._gate(kwargs, name if isinstance(name, str) else "", None)
+
+    def _gate(self, data: Any, call_type: str, key: Any) -> dict[str, Any] | None:
         if call_type not in self.call_types or not isinstance(data, dict):
             return None
-        decision = self.check(data, user_api_key_dict)
+        call_id = data.get("litellm_call_id")
+        if isinstance(call_id, str) and self._decided.get(call_id, self.guard.clock()) is not None:
+            return None  # checked already: a proxied call, or a retry of this call
+        decision = self.check(data, key)
+        if isinstance(call_id, str) and decision.action != "refuse":
+            self._decided.put(call_id, decision, self.guard.clock())
         if decision.refused:
             model = data.get("model")
             raise LoopRefusedError(decision, model if isinstance(model, str) else "")
@@ -162,28 +204,109 @@ class LoopfuseHandler(CustomLogger):
         return None
 
     def check(self, data: Mapping[str, Any], user_api_key_dict: Any = None) -> GuardDecision:
-        """The guard's decision on the LLM fields of the proxy's request ``data``."""
+        """The guard's decision on the LLM fields of a LiteLLM request ``data``."""
         try:
             body = {name: data[name] for name in _LLM_FIELDS if name in data}
-            session = self._session(data, user_api_key_dict)
+            session, junk = self._session(data, user_api_key_dict)
         except Exception as exc:  # a resolver that raises fails open, like the guard
-            return self.guard.failure(exc)
-        return self.guard.check(body, session_id=session, path=_route(data))
+            return self.guard.failure(exc, integration="litellm")
+        self.guard.input_fallback(junk, "litellm")
+        return self.guard.check(body, session_id=session, path=_route(data), integration="litellm")
 
-    def _session(self, data: Mapping[str, Any], user_api_key_dict: Any) -> str:
+    def _session(
+        self, data: Mapping[str, Any], user_api_key_dict: Any
+    ) -> tuple[str | None, list[str]]:
+        metadata = data.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        for candidate in (data.get("litellm_session_id"), metadata.get("session_id")):
+            if isinstance(candidate, str) and candidate:
+                return candidate, []
         if self.session_id is not None:
             chosen = self.session_id(data, user_api_key_dict)
             if chosen is not None:
-                return str(chosen)
-        metadata = data.get("metadata")
-        for candidate in (
-            data.get("litellm_session_id"),
-            metadata.get("session_id") if isinstance(metadata, Mapping) else None,
-        ):
-            if isinstance(candidate, str) and candidate:
-                return candidate
-        token = getattr(user_api_key_dict, "token", None)
-        return f"key:{token}" if isinstance(token, str) and token else "default"
+                return str(chosen), []
+        litellm_metadata = data.get("litellm_metadata")
+        users = (
+            ("end_user_id", getattr(user_api_key_dict, "end_user_id", None)),
+            ("user", data.get("user")),
+            (
+                "litellm_metadata.user",
+                (litellm_metadata or {}).get("user")
+                if isinstance(litellm_metadata, Mapping)
+                else None,
+            ),
+            ("metadata.user_id", metadata.get("user_id")),
+            ("safety_identifier", data.get("safety_identifier")),
+        )
+        junk: list[str] = []
+        for name, user in users:
+            if isinstance(user, str) and user:
+                return user, junk
+            if user is not None:
+                junk.append(f"{name} is a {type(user).__name__}, not a non-empty string")
+        return None, junk
+
+    async def async_post_call_success_hook(
+        self, data: dict[str, Any], user_api_key_dict: UserAPIKeyAuth, response: Any
+    ) -> Any:
+        """The proxy answered the call: an identical request is now a repeat."""
+        self._report(data, 200, None)
+
+    async def async_post_call_failure_hook(
+        self,
+        request_data: dict[str, Any],
+        original_exception: Exception,
+        user_api_key_dict: UserAPIKeyAuth,
+        traceback_str: str | None = None,
+    ) -> Any:
+        """The call failed: an identical request after it is a retry, not a repeat."""
+        self._report(
+            request_data, getattr(original_exception, "status_code", None), original_exception
+        )
+
+    async def async_post_call_success_deployment_hook(
+        self, request_data: dict[str, Any], response: Any, call_type: Any
+    ) -> Any:
+        """The SDK's call was answered (see :meth:`async_post_call_success_hook`)."""
+        self._report(request_data, 200, None)
+        return None
+
+    async def async_post_call_failure_deployment_hook(
+        self,
+        request_data: Mapping[str, object],
+        exception: Exception,
+        call_type: Any,
+        fallback_depth: int | None = None,
+    ) -> None:
+        """The SDK's call failed (see :meth:`async_post_call_failure_hook`)."""
+        self._report(request_data, getattr(exception, "status_code", None), exception)
+
+    def _report(self, data: Mapping[str, Any], status: object, error: Exception | None) -> None:
+        call_id = data.get("litellm_call_id") if isinstance(data, Mapping) else None
+        decision = self._decided.pop(call_id) if isinstance(call_id, str) else None
+        if decision is None or isinstance(error, LoopRefusedError):
+            return
+        code = status if isinstance(status, int) else None
+        self.guard.outcome(decision, code, error=error if code is None else None)
+
+    def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
+        """Says so, once, when a guarded kind of call reaches its provider unchecked: a
+        sync SDK call (``litellm.completion``), which runs no hook that could stop it."""
+        details = kwargs if isinstance(kwargs, Mapping) else {}
+        call_id, call_type = details.get("litellm_call_id"), details.get("call_type")
+        if call_type not in self.call_types or not isinstance(call_id, str):
+            return
+        if self._decided.get(call_id, self.guard.clock()) is not None:
+            return
+        self.unguarded_calls += 1
+        if self.unguarded_calls == 1:  # said once, loudly; counted every time
+            reason = (
+                f"LoopfuseHandler cannot guard LiteLLM's sync {call_type!r} call: LiteLLM runs "
+                "no hook that can stop it. Use the async call (litellm.acompletion, ...) or "
+                "the proxy, or pass client= an SDK client on "
+                "loopfuse.integrations.httpx.GuardTransport."
+            )
+            self.guard.failure(RuntimeError(reason), integration="litellm")
 
 
 def _route(data: Mapping[str, Any]) -> str:

@@ -5,7 +5,13 @@ messages, ``function_call`` and ``function_call_output`` items) of every model c
 run. The hooks run the same :class:`~loopfuse.integrations.Guard` as every other
 integration on them and raise :class:`loopfuse.detector.LoopDetected` before a model
 call that would be another lap of a loop. ``Runner.run`` then raises it to the caller
-(``kind``, ``count``, ``signature``, and a ``message`` written for the model).
+(``kind``, ``count``, ``signature``, ``tool_names``, and a ``message`` written for the
+model).
+
+A hook cannot change what the model is sent, so notes need the SDK's input filter too:
+with ``mode="warn"`` (a note first, a stop when the loop goes on) or ``mode="note"``,
+pass ``RunConfig(call_model_input_filter=hooks.input_filter)``; the filter then runs the
+check, adds the note, or raises.
 
 >>> from loopfuse.integrations.openai_agents import LoopfuseRunHooks
 >>> from agents import Runner  # doctest: +SKIP
@@ -18,20 +24,17 @@ Without the extra the module still imports; creating the hooks raises
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final
 
 from loopfuse.errors import ConfigError
+from loopfuse.integrations._decision import GuardDecision, loop_detected
 from loopfuse.integrations._extras import require, stand_in
-from loopfuse.integrations._guard import (
-    Guard,
-    GuardDecision,
-    GuardOptions,
-    build_guard,
-    loop_detected,
-)
+from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
 
 if TYPE_CHECKING:
     from agents import Agent, RunContextWrapper, RunHooks, TResponseInputItem
+    from agents.run_config import CallModelData, ModelInputData
     from typing_extensions import Unpack
 else:
     try:
@@ -39,10 +42,19 @@ else:
     except ImportError:  # the class below still defines; creating one says what to install
         RunHooks = stand_in("RunHooks", package="openai-agents", extra="openai-agents")
 
-__all__ = ["LoopfuseRunHooks", "SessionResolver"]
+__all__ = ["DEFAULT_MODE", "LoopfuseRunHooks", "SessionResolver"]
 
 SessionResolver = Callable[["RunContextWrapper[Any]", "Agent[Any]"], "str | None"]
-"""``(context, agent) -> session id`` for the breaker; ``None`` means ``"default"``."""
+"""``(context, agent) -> session id`` for the breaker; ``None``: the guard's ``shared_session``."""
+
+DEFAULT_MODE: Final = "refuse"
+"""The hooks' default ``mode``: hooks alone cannot add a note to what the model is sent,
+so by themselves they can only stop a run; ``"warn"`` needs the input filter as well."""
+
+# Calls the input filter has checked, not yet seen by on_llm_start (which the SDK calls
+# right after the filter, in the same context): on_llm_start leaves those alone.
+_FILTERED: ContextVar[list[int] | None] = ContextVar("loopfuse_agents_filtered", default=None)
+_PATH: Final = "/v1/responses"
 
 
 class LoopfuseRunHooks(RunHooks[Any]):
@@ -50,10 +62,11 @@ class LoopfuseRunHooks(RunHooks[Any]):
 
     Args:
         guard: a :class:`~loopfuse.integrations.Guard` to share; or leave it out and pass
-            its options (``detector``, ``breaker``, ``fail_closed``) here. Without a
-            ``guard``, ``breaker`` defaults to ``None``: a run's input grows with every
-            turn, so it never repeats a request word for word.
-        session_id: ``session_id(context, agent)`` scopes a breaker (default ``"default"``).
+            its options (``detector``, ``breaker``, ``mode`` (default ``"refuse"``),
+            ``fail_closed``, ``on_event``) here. Without a ``guard``, ``breaker``
+            defaults to ``None``: a run's input grows with every turn, so it never
+            repeats a request word for word.
+        session_id: ``session_id(context, agent)`` scopes a breaker and the notes.
 
     Subclass it to add your own hooks; call ``super().on_llm_start(...)`` to keep the check.
     ``last_decision`` is the guard's decision of the latest check that found a loop.
@@ -73,29 +86,63 @@ class LoopfuseRunHooks(RunHooks[Any]):
                 "LoopfuseRunHooks does not cache answers: put the cache on the model's HTTP "
                 "client (loopfuse.integrations.httpx.GuardTransport)"
             )
-        if options.get("mode", "refuse") != "refuse":
-            raise ConfigError("LoopfuseRunHooks can only refuse: a hook cannot change the input")
         if session_id is not None and not callable(session_id):
             raise ConfigError("session_id must be a callable (context, agent) or None")
         if guard is None:
             options.setdefault("breaker", None)
+            options.setdefault("mode", DEFAULT_MODE)
         self.guard = build_guard(guard, options)
         self.session_id = session_id
         self.last_decision: GuardDecision | None = None
 
     def check(
-        self, system_prompt: str | None, input_items: list[Any], session_id: str = "default"
+        self, system_prompt: str | None, input_items: list[Any], session_id: str | None = None
     ) -> GuardDecision | None:
         """The guard's decision on one model call when it found a loop; ``None`` when the
-        call may go."""
+        call may go as it is."""
         body: dict[str, Any] = {"input": [_plain(item) for item in input_items]}
         if system_prompt:
             body["instructions"] = system_prompt
-        decision = self.guard.check(body, session_id=session_id, path="/v1/responses")
+        decision = self.guard.check(
+            body, session_id=session_id, path=_PATH, integration="openai_agents"
+        )
         if decision.action == "forward":
             return None
         self.last_decision = decision
         return decision
+
+    def input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """A ``RunConfig.call_model_input_filter`` that checks each model call: it adds the
+        note (``"warn"``, ``"note"``) or raises :class:`loopfuse.detector.LoopDetected`.
+
+        ``RunConfig(call_model_input_filter=hooks.input_filter)``; to chain a filter of
+        your own, call this one on its result (or the other way round).
+        """
+        from agents.run_config import ModelInputData
+
+        model_data = data.model_data
+        pending = _FILTERED.get()
+        if pending is None:
+            pending = [0]
+            _FILTERED.set(pending)
+        pending[0] += 1
+        session = self._session(data.context, data.agent)
+        if isinstance(session, GuardDecision):
+            return model_data
+        decision = self.check(model_data.instructions, list(model_data.input), session)
+        if decision is None:
+            return model_data
+        if decision.refused:
+            raise loop_detected(decision)
+        # The note is one more input item, or more instructions: the SDK's own items
+        # are handed back as they were, not as the plain data the guard read.
+        noted = decision.value if isinstance(decision.value, dict) else {}
+        items = list(model_data.input)
+        added = noted.get("input")
+        if isinstance(added, list) and len(added) == len(items) + 1:
+            items.append(added[-1])
+        instructions = noted.get("instructions", model_data.instructions)
+        return ModelInputData(input=items, instructions=instructions)
 
     async def on_llm_start(
         self,
@@ -104,18 +151,37 @@ class LoopfuseRunHooks(RunHooks[Any]):
         system_prompt: str | None,
         input_items: list[TResponseInputItem],
     ) -> None:
-        """Raise :class:`loopfuse.detector.LoopDetected` when this call would loop."""
+        """Raise :class:`loopfuse.detector.LoopDetected` when this call would loop (unless
+        :meth:`input_filter` has checked it already)."""
+        pending = _FILTERED.get()
+        if pending is not None and pending[0] > 0:
+            pending[0] -= 1
+            return
+        if self.guard.mode != "refuse":
+            raise ConfigError(
+                f"LoopfuseRunHooks(mode={self.guard.mode!r}) adds notes through the input "
+                "filter: run with RunConfig(call_model_input_filter=hooks.input_filter)"
+            )
+        session = self._session(context, agent)
+        if isinstance(session, GuardDecision):
+            return
+        decision = self.check(system_prompt, list(input_items), session)
+        if decision is not None:
+            raise loop_detected(decision)
+
+    def _session(self, context: Any, agent: Any) -> str | GuardDecision | None:
+        """The session for the breaker; a resolver that raises fails open (the decision is
+        returned) or, with ``fail_closed``, raises ``LoopDetected``."""
+        if self.session_id is None:
+            return None
         try:
-            session = self.session_id(context, agent) if self.session_id else None
+            return self.session_id(context, agent)
         except Exception as exc:  # a resolver that raises fails open, like the guard
-            failed = self.guard.failure(exc)
+            failed = self.guard.failure(exc, integration="openai_agents")
             if failed.refused:
                 self.last_decision = failed
                 raise loop_detected(failed) from exc
-            return
-        decision = self.check(system_prompt, list(input_items), session or "default")
-        if decision is not None:
-            raise loop_detected(decision)
+            return failed
 
 
 def _plain(item: object) -> object:

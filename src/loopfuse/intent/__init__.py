@@ -230,42 +230,55 @@ class Analysis(NamedTuple):
     value: object
     """The parsed JSON value, or :data:`NOT_JSON`."""
     dialect: str | None
-    """The dialect (see :func:`detect_dialect`), or ``None``."""
+    """The dialect of the whole body (see :func:`detect_dialect`), or ``None``."""
     intent: bytes | None
     """The canonical JSON of the intent, or ``None`` when the body is not an LLM request."""
     parsed_intent: dict[str, Any] | None = None
     """The intent itself (what :func:`extract_intent` returns), or ``None``."""
+    key_dialect: str | None = None
+    """The dialect detected with the ``ignore`` fields left out (``dialect`` when none are)."""
+    ignored: frozenset[str] = frozenset()
+    """The ``ignore`` fields this analysis was made with."""
 
 
 def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
-    """Parse ``body`` once: its value, dialect, canonical intent bytes and the intent.
+    """Parse ``body`` once: its value, dialects, canonical intent bytes and the intent.
 
     For callers that need more than a fingerprint (a cache key reads the parameters
     too; a proxy also scans the conversation) without paying for a second parse.
-    Top-level fields named in ``ignore`` are left out when detecting the dialect.
+    ``dialect`` is detected on the whole body; ``key_dialect`` with the top-level fields
+    named in ``ignore`` left out (a cache key must not flip dialect on a field it does
+    not key, such as Ollama's ``keep_alive``).
     Never raises on ``bytes``/``str``. For a request of a known dialect,
     ``fingerprint(body, path) == fingerprint_canonical(analysis.intent, path)``.
 
-    >>> value, dialect, canon, conversation = analyse(b'{"input": "hi", "model": "m"}')
-    >>> value["model"], dialect, canon
+    >>> found = analyse(b'{"input": "hi", "model": "m"}')
+    >>> found.value["model"], found.dialect, found.intent
     ('m', 'openai_responses', b'{"messages":[{"content":["hi"],"role":"user"}]}')
-    >>> conversation
+    >>> found.parsed_intent
     {'messages': [{'role': 'user', 'content': ['hi']}]}
     >>> analyse(b"not json").value is NOT_JSON
     True
+    >>> ollama = b'{"model": "m", "keep_alive": "5m", "messages": []}'
+    >>> found = analyse(ollama, ignore={"keep_alive"})
+    >>> found.dialect, found.key_dialect
+    ('ollama', 'openai_chat')
     """
+    ignored = frozenset(ignore)
     value, trusted = load_trusted(body)
     if value is NOT_JSON:
-        return Analysis(NOT_JSON, None, None)
-    keyed = value
-    if ignore and isinstance(value, dict) and any(name in value for name in ignore):
-        keyed = {name: field for name, field in value.items() if name not in ignore}
+        return Analysis(NOT_JSON, None, None, ignored=ignored)
     walk = Walk(trusted)
     intent = _intent_of(value, walk)
     if intent is None:
-        return Analysis(value, None, None)
+        return Analysis(value, None, None, ignored=ignored)
     canon = dumps_trusted(intent, walk.ok, MAX_DEPTH + _INTENT_DEPTH_SLACK)
-    return Analysis(value, _dialect_of(keyed, walk), canon, intent)
+    dialect = _dialect_of(value, walk)
+    key_dialect = dialect
+    if ignored and isinstance(value, dict) and any(name in value for name in ignored):
+        keyed = {name: field for name, field in value.items() if name not in ignored}
+        key_dialect = _dialect_of(keyed, walk)
+    return Analysis(value, dialect, canon, intent, key_dialect, ignored)
 
 
 def fingerprint_canonical(canonical: bytes, path: str = "") -> int:

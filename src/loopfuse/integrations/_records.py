@@ -1,0 +1,146 @@
+"""``TimedRecords``: a small, bounded, in-process memory of recent facts.
+
+The guard remembers two things between requests, both short-lived and both only useful
+in the process that saw them: attempts that failed upstream (so that their retries are
+not counted as repeats) and loops it has already noted (so that a loop that goes on
+after its note is refused). Neither needs a shared store: a retry goes through the
+client that saw the failure, and a note is only given once per process at worst.
+
+Memory is bounded twice: entries expire ``ttl`` seconds after they were written, and at
+most ``capacity`` are kept (the oldest go first).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Final, Generic, TypeVar
+
+from loopfuse.errors import ConfigError
+from loopfuse.integrations._decision import Loop
+
+__all__ = ["RetryLedger", "TimedRecords", "retryable"]
+
+K = TypeVar("K", bound=Hashable)
+_RETRYABLE: Final = frozenset({408, 409, 429})
+V = TypeVar("V")
+
+
+class TimedRecords(Generic[K, V]):
+    """A thread-safe map whose entries expire after ``ttl`` seconds and whose size is
+    capped at ``capacity`` (oldest written first out). Times are passed in: no clock here.
+
+    >>> records: TimedRecords[str, int] = TimedRecords(capacity=2, ttl=10.0)
+    >>> records.put("a", 1, now=0.0)
+    >>> records.get("a", now=5.0), records.get("a", now=10.0)
+    (1, None)
+    >>> for name, now in (("a", 20.0), ("b", 21.0), ("c", 22.0)):
+    ...     records.put(name, 0, now)
+    >>> len(records), records.get("a", now=22.0)
+    (2, None)
+    """
+
+    __slots__ = ("_entries", "_lock", "capacity", "ttl")
+
+    def __init__(self, capacity: int, ttl: float) -> None:
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
+            raise ConfigError(f"capacity must be an int >= 1, got {capacity!r}")
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
+            raise ConfigError(f"ttl must be a positive number of seconds, got {ttl!r}")
+        self.capacity = capacity
+        self.ttl = float(ttl)
+        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, key: K, value: V, now: float) -> None:
+        """Remember ``value`` under ``key`` as of ``now`` (replacing what was there)."""
+        with self._lock:
+            entries = self._entries
+            entries.pop(key, None)
+            entries[key] = (now, value)
+            self._trim(now)
+
+    def get(self, key: K, now: float) -> V | None:
+        """The value remembered under ``key``, unless it has expired."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            if now - found[0] >= self.ttl:
+                del self._entries[key]
+                return None
+            return found[1]
+
+    def pop(self, key: K) -> V | None:
+        """Forget ``key``; its value, or ``None``."""
+        with self._lock:
+            found = self._entries.pop(key, None)
+        return None if found is None else found[1]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _trim(self, now: float) -> None:
+        entries = self._entries
+        # Entries are in write order, so the expired ones are at the front.
+        while entries:
+            written, _ = next(iter(entries.values()))
+            if now - written < self.ttl and len(entries) <= self.capacity:
+                break
+            entries.popitem(last=False)
+
+
+def retryable(status: int) -> bool:
+    """Whether an HTTP status is a failure the SDKs retry: 408, 409, 429 and every 5xx.
+
+    >>> [retryable(code) for code in (200, 400, 429, 503)]
+    [False, False, True, True]
+    """
+    return status in _RETRYABLE or 500 <= status <= 599
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    at: float
+    backoff: float | None
+    noted: Loop | None
+
+
+class RetryLedger:
+    """Attempts that failed upstream, by (identity, fingerprint): the next identical
+    request is a retry, not a repeat, once its backoff is up.
+
+    >>> ledger = RetryLedger()
+    >>> ledger.failed(("s", 1), at=0.0, backoff=2.0, noted=None)
+    >>> ledger.take(("s", 1), now=1.0)  # before the backoff: a repeat like any other
+    (False, None)
+    >>> ledger.failed(("s", 1), at=0.0, backoff=2.0, noted=None)
+    >>> ledger.take(("s", 1), now=2.0), ledger.take(("s", 1), now=2.0)
+    ((True, None), (False, None))
+    """
+
+    __slots__ = ("_records",)
+
+    def __init__(self, capacity: int = 10_000, ttl: float = 600.0) -> None:
+        self._records: TimedRecords[tuple[str, int], _Failure] = TimedRecords(capacity, ttl)
+
+    def failed(
+        self, key: tuple[str, int], *, at: float, backoff: float | None, noted: Loop | None
+    ) -> None:
+        """Remember that the attempt ``key`` failed ``at``, asking for ``backoff`` seconds."""
+        wait = backoff if backoff is not None and backoff > 0 else None
+        self._records.put(key, _Failure(at, wait, noted), at)
+
+    def answered(self, key: tuple[str, int]) -> None:
+        """The attempt ``key`` got an answer: the next identical request is a repeat."""
+        self._records.pop(key)
+
+    def take(self, key: tuple[str, int], now: float) -> tuple[bool, Loop | None]:
+        """Whether a request ``key`` is a retry (its last attempt failed and the backoff
+        is up), and the loop that attempt was noted for. Either way the record is used up."""
+        failed = self._records.pop(key)
+        if failed is None or now - failed.at < (failed.backoff or 0.0):
+            return False, None
+        return True, failed.noted

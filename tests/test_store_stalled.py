@@ -168,3 +168,70 @@ def test_aget_or_compute_on_a_stalled_redis_never_stalls_the_loop(server: RedisS
         await store.client.aclose()
 
     asyncio.run(scenario())
+
+
+# -- through an integration ---------------------------------------------------------------
+
+
+def test_an_async_transport_on_a_stalled_redis_never_stalls_the_loop(server: RedisServer) -> None:
+    httpx = pytest.importorskip("httpx")
+    from loopfuse.integrations.httpx import AsyncGuardTransport
+
+    answered: list[int] = []
+
+    async def upstream(request: Any) -> Any:
+        answered.append(1)
+        return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
+
+    async def scenario() -> None:
+        store = AsyncRedisStore.from_url(
+            server.url, timeout=TIMEOUT, key_prefix=unique_prefix(), cooldown=COOLDOWN
+        )
+        transport = AsyncGuardTransport(
+            httpx.MockTransport(upstream), breaker=LoopBreaker(max_repeats=2, store=store)
+        )
+        body = {"model": "m", "messages": [{"role": "user", "content": "status?"}]}
+        headers = {"x-session-id": "s"}
+        async with httpx.AsyncClient(transport=transport, base_url="http://llm") as http:
+            first = await http.post("/v1/chat/completions", json=body, headers=headers)
+            assert first.status_code == 200
+            with server.paused():
+                calls = [
+                    http.post("/v1/chat/completions", json=body, headers=headers) for _ in range(8)
+                ]
+                responses, lag = await with_loop_lag(asyncio.gather(*calls))
+            # The store could not count: every request went through (fail open) ...
+            assert [r.status_code for r in responses] == [200] * 8
+            # ... and the other tasks of the loop never waited for the stalled server.
+            assert lag < TIMEOUT / 2, lag
+            await asyncio.sleep(COOLDOWN)
+            again = [
+                await http.post("/v1/chat/completions", json=body, headers=headers)
+                for _ in range(3)
+            ]
+            # Counting again: the second request after the stall is the third in the window.
+            assert [r.status_code for r in again] == [200, 400, 400]
+        await store.client.aclose()
+
+    asyncio.run(scenario())
+    assert len(answered) == 1 + 8 + 1
+
+
+def test_a_sync_check_on_an_async_store_is_a_configuration_error(server: RedisServer) -> None:
+    from loopfuse.errors import ConfigError
+    from loopfuse.integrations import Guard
+
+    store = AsyncRedisStore.from_url(server.url, timeout=TIMEOUT, key_prefix=unique_prefix())
+    guard = Guard(breaker=LoopBreaker(store=store))
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    # Not a request failure to swallow and forward unchecked: a programming error.
+    with pytest.raises(ConfigError, match="acheck"):
+        guard.check(body, session_id="s")
+    assert guard.internal_errors == 0
+
+    async def asynchronously() -> str:
+        decision = await guard.acheck(body, session_id="s")
+        await store.client.aclose()
+        return decision.action
+
+    assert asyncio.run(asynchronously()) == "forward"

@@ -14,11 +14,13 @@ request **bypasses the cache** (never a shared pool two tenants could both land 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from loopfuse.dedup import RequestKey
-from loopfuse.integrations._decision import CacheUse
+from loopfuse.integrations import _facts
+from loopfuse.integrations._decision import CacheUse, GuardDecision
+from loopfuse.integrations._prepared import Prepared
 
 __all__ = [
     "MAX_NAMESPACE_CHARS",
@@ -161,3 +163,28 @@ def scoped_key(key: RequestKey, scope: str, streaming: bool, space: str | None) 
         encoded = space.encode("utf-8", "surrogatepass")
         material += b"N" + len(encoded).to_bytes(4, "little") + encoded
     return RequestKey.from_bytes(material + (b"S" if streaming else b"J") + digest)
+
+
+def forwarded(
+    decision: GuardDecision,
+    prepared: Prepared,
+    cache_streams: bool,
+    cache_sampled: bool,
+    cache_namespace: str | None,
+) -> tuple[GuardDecision, tuple[str, ...]]:
+    """A forwarded request's decision with the cache's part filled in: whether the cache
+    is used or bypassed (and why), and the key; with the junk inputs met on the way."""
+    chosen = plan(
+        streaming=prepared.streaming,
+        cache_streams=cache_streams,
+        sampled=_facts.is_sampled(prepared.value),
+        cache_sampled=cache_sampled,
+        control_header=prepared.cache_control,
+        namespace_header=prepared.namespace,
+        namespace_option=cache_namespace,
+    )
+    if chosen.use == "bypass":
+        return replace(decision, cache_reason=chosen.reason), chosen.junk
+    key = RequestKey.from_analysis(prepared.analysis, prepared.path)
+    scoped = scoped_key(key, prepared.scope, prepared.streaming, chosen.namespace)
+    return replace(decision, cache=chosen.use, cache_key=scoped), chosen.junk

@@ -29,13 +29,12 @@ from dataclasses import replace
 from typing import Any, Final
 
 from loopfuse.breaker import LoopBreaker, LoopDecision
-from loopfuse.dedup import DedupCache, RequestKey
+from loopfuse.dedup import DedupCache
 from loopfuse.errors import ConfigError
 from loopfuse.events import EventAction, EventCallback, EventSink
-from loopfuse.integrations import _cache_controls, _facts
+from loopfuse.integrations import _cache_controls
 from loopfuse.integrations._decision import (
     DEFAULT,
-    Attempt,
     GuardDecision,
     Loop,
     Mode,
@@ -179,10 +178,46 @@ class Guard:
                 body, path, session_id, scope, streaming, cache_control, namespace, integration
             )
             if prepared is None:
-                return GuardDecision("forward", integration=integration, cache_reason="not checked")
-            # The one step that touches the breaker's store: an async twin of check()
-            # awaits the store there and shares _prepare and _finish.
+                return _unchecked(integration)
+            # The one step that touches the breaker's store (acheck awaits it there).
             return self._finish(prepared, self._count(prepared))
+        except ConfigError:
+            raise  # a sync check on an async-only store: a programming error, not a failure
+        except Exception as exc:  # fail open: a guard must never take the request path down
+            return self.failure(exc, path, integration)
+
+    async def acheck(
+        self,
+        body: object,
+        *,
+        path: str = "",
+        session_id: str | None = None,
+        scope: str = "",
+        streaming: bool | None = None,
+        cache_control: str | None = None,
+        namespace: str | None = None,
+        integration: str | None = None,
+    ) -> GuardDecision:
+        """:meth:`check` for asyncio: the breaker's store is awaited (an
+        :class:`~loopfuse.stores.redis.AsyncRedisStore`, or a sync store in a worker
+        thread), so the event loop never waits for it. The in-memory store is checked in
+        line. Same decisions as :meth:`check`.
+
+        >>> import asyncio
+        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
+        >>> [asyncio.run(guard.acheck(body, session_id="s")).action for _ in range(2)]
+        ['forward', 'refuse']
+        """
+        try:
+            prepared = self._prepare(
+                body, path, session_id, scope, streaming, cache_control, namespace, integration
+            )
+            if prepared is None:
+                return _unchecked(integration)
+            return self._finish(prepared, await self._acount(prepared))
+        except ConfigError:
+            raise
         except Exception as exc:  # fail open: a guard must never take the request path down
             return self.failure(exc, path, integration)
 
@@ -220,6 +255,11 @@ class Guard:
             return None
         return self.breaker.check(prepared.session, prepared.fingerprint)
 
+    async def _acount(self, prepared: Prepared) -> LoopDecision | None:
+        if self.breaker is None or prepared.session is None or prepared.retry:
+            return None
+        return await self.breaker.acheck(prepared.session, prepared.fingerprint)
+
     def _finish(self, prepared: Prepared, counted: LoopDecision | None) -> GuardDecision:
         if prepared.retry and self.breaker is not None and prepared.session is not None:
             self._report.about("retry_forgiven", "breaker", prepared, reason="a retry")
@@ -231,7 +271,7 @@ class Guard:
             )
             if not counted.allowed:
                 failed = Loop("breaker", "guard_failed", failed_message(counted.error))
-                return self._decision(prepared, "refuse", failed)
+                return self._decided(prepared, "refuse", failed)
         elif counted is not None and not counted.allowed:
             signature = f"{prepared.fingerprint:016x}"
             loop = Loop("breaker", "repeated_request", counted.message, signature, counted.repeats)
@@ -262,58 +302,30 @@ class Guard:
 
     def _refuse(self, prepared: Prepared, loop: Loop) -> GuardDecision:
         self._report.about("loop_refused", loop.guard, prepared, loop)
-        return self._decision(prepared, "refuse", loop)
+        return self._decided(prepared, "refuse", loop)
 
     def _note(self, prepared: Prepared, loop: Loop) -> GuardDecision:
         noted = add_note(prepared.value, prepared.fmt, f"[loopfuse] {loop.message}")
         if noted is None:  # no place for a note in this body: warn stops, note lets it go
             return self._refuse(prepared, loop) if self.mode == "warn" else self._forward(prepared)
         self._report.about("loop_noted", loop.guard, prepared, loop)
-        return self._decision(prepared, "note", loop, noted)
+        return self._decided(prepared, "note", loop, noted)
 
     def _forward(self, prepared: Prepared) -> GuardDecision:
-        decision = self._decision(prepared, "forward", None)
+        decision = self._decided(prepared, "forward", None)
         if self.cache is None:
             return replace(decision, cache_reason="no cache is configured")
-        plan = _cache_controls.plan(
-            streaming=prepared.streaming,
-            cache_streams=self.cache_streams,
-            sampled=_facts.is_sampled(prepared.value),
-            cache_sampled=self.cache_sampled,
-            control_header=prepared.cache_control,
-            namespace_header=prepared.namespace,
-            namespace_option=self.cache_namespace,
+        cached, junk = _cache_controls.forwarded(
+            decision, prepared, self.cache_streams, self.cache_sampled, self.cache_namespace
         )
-        self._report.fallbacks(plan.junk, prepared.integration)
-        if plan.use == "bypass":
-            return replace(decision, cache_reason=plan.reason)
-        key = RequestKey.from_analysis(prepared.analysis, prepared.path)
-        scoped = _cache_controls.scoped_key(key, prepared.scope, prepared.streaming, plan.namespace)
-        return replace(decision, cache=plan.use, cache_key=scoped)
+        self._report.fallbacks(junk, prepared.integration)
+        return cached
 
-    def _decision(
+    def _decided(
         self, prepared: Prepared, action: Any, loop: Loop | None, noted: object = None
     ) -> GuardDecision:
         counted = self.breaker is not None and prepared.session is not None and not prepared.retry
-        attempt = Attempt(
-            prepared.identity, prepared.fingerprint, counted, None if noted is None else loop
-        )
-        return GuardDecision(
-            action,
-            prepared.value if noted is None else noted,
-            prepared.dialect,
-            prepared.fmt,
-            code=None if loop is None else loop.code,
-            message=None if loop is None else loop.message,
-            streaming=prepared.streaming,
-            signature=None if loop is None else loop.signature,
-            count=0 if loop is None else loop.count,
-            tool_names=() if loop is None else loop.tool_names,
-            session=prepared.session if counted else None,
-            cache_reason=None if loop is None else f"the request was {action}d",
-            attempt=attempt,
-            integration=prepared.integration,
-        )
+        return prepared.decision(action, loop, counted, noted)
 
     def outcome(
         self,
@@ -332,15 +344,11 @@ class Guard:
         counted by the breaker again, unless it comes before ``retry_after`` is up.
         After an answer, an identical request is a repeat and is counted.
         """
-        attempt = decision.attempt
-        if attempt is None:
+        if decision.attempt is None:
             return
         try:
-            key = (attempt.identity, attempt.fingerprint)
-            if error is not None or (status is not None and retryable(status)):
-                self._retries.failed(key, at=self.clock(), backoff=retry_after, noted=attempt.noted)
-            else:
-                self._retries.answered(key)
+            failed = error is not None or (status is not None and retryable(status))
+            self._retries.report(decision.attempt, failed, self.clock(), retry_after)
         except Exception as exc:  # reporting an outcome must never break the response path
             self.failure(exc, integration=decision.integration)
 
@@ -384,6 +392,11 @@ class Guard:
             f"Guard(breaker={self.breaker!r}, detector={self.detector!r}, cache={self.cache!r}, "
             f"mode={self.mode!r})"
         )
+
+
+def _unchecked(integration: str | None) -> GuardDecision:
+    """The decision for a body that is not an LLM request of a known dialect."""
+    return GuardDecision("forward", integration=integration, cache_reason="not checked")
 
 
 def build_guard(guard: Guard | None, options: GuardOptions) -> Guard:

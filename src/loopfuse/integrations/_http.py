@@ -142,6 +142,21 @@ class TransportCore:
 
     def decide(self, request: Request, body: bytes) -> GuardDecision:
         """Run the guard on ``body``, the content of ``request``."""
+        asked = self._question(request)
+        if isinstance(asked, GuardDecision):
+            return asked
+        return self.guard.check(body, **asked)
+
+    async def adecide(self, request: Request, body: bytes) -> GuardDecision:
+        """:meth:`decide` for asyncio: the breaker's store is awaited, never waited for."""
+        asked = self._question(request)
+        if isinstance(asked, GuardDecision):
+            return asked
+        return await self.guard.acheck(body, **asked)
+
+    def _question(self, request: Request) -> dict[str, Any] | GuardDecision:
+        """The guard's keyword arguments for ``request``, or the decision when resolving
+        its session failed."""
         url = request.url
         try:
             session = self._session(request)
@@ -149,15 +164,14 @@ class TransportCore:
             return self.guard.failure(exc, url.path, "httpx")
         headers = request.headers
         space = None if self.namespace_header is None else headers.get(self.namespace_header)
-        return self.guard.check(
-            body,
-            path=url.path,
-            session_id=session,
-            scope=f"{url.scheme}://{url.host}:{url.port or ''}",
-            cache_control=headers.get("cache-control"),
-            namespace=space,
-            integration="httpx",
-        )
+        return {
+            "path": url.path,
+            "session_id": session,
+            "scope": f"{url.scheme}://{url.host}:{url.port or ''}",
+            "cache_control": headers.get("cache-control"),
+            "namespace": space,
+            "integration": "httpx",
+        }
 
     def _session(self, request: Request) -> str | None:
         """The session header, else ``session_id(request)``; ``None`` leaves it to the
@@ -227,6 +241,15 @@ class TransportCore:
         and the answer served regardless."""
         try:
             cache.insert(key, answer)
+        except Exception as exc:  # the answer is already here: serve it
+            self.guard.failure(exc, integration=decision.integration)
+
+    async def astore(
+        self, cache: DedupCache[Any], key: RequestKey, answer: HTTPAnswer, decision: GuardDecision
+    ) -> None:
+        """:meth:`store` for asyncio (an async store is awaited)."""
+        try:
+            await cache.ainsert(key, answer)
         except Exception as exc:  # the answer is already here: serve it
             self.guard.failure(exc, integration=decision.integration)
 

@@ -14,7 +14,7 @@ from blake3 import blake3
 
 from loopfuse.dedup.request import IGNORED_PARAMS
 from loopfuse.integrations import _facts
-from loopfuse.integrations._decision import Loop
+from loopfuse.integrations._decision import Attempt, GuardDecision, Loop
 from loopfuse.integrations._shapes import ErrorFormat, error_format
 from loopfuse.intent import Analysis, analyse, canonical_json, fingerprint_canonical
 
@@ -48,6 +48,29 @@ class Prepared:
         """Whose retries these are: the session (``""`` for none; the fingerprint, which
         names the request exactly, does the rest)."""
         return self.session or ""
+
+    def decision(
+        self, action: Any, loop: Loop | None, counted: bool, noted: object = None
+    ) -> GuardDecision:
+        """The guard's decision on this request: ``action`` for ``loop`` (if any);
+        ``counted`` when the breaker counted it; ``noted`` is the body with a note."""
+        attempt = Attempt(self.identity, self.fingerprint, counted, None if noted is None else loop)
+        return GuardDecision(
+            action,
+            self.value if noted is None else noted,
+            self.dialect,
+            self.fmt,
+            code=None if loop is None else loop.code,
+            message=None if loop is None else loop.message,
+            streaming=self.streaming,
+            signature=None if loop is None else loop.signature,
+            count=0 if loop is None else loop.count,
+            tool_names=() if loop is None else loop.tool_names,
+            session=self.session if counted else None,
+            cache_reason=None if loop is None else f"the request was {action}d",
+            attempt=attempt,
+            integration=self.integration,
+        )
 
     def owner(self) -> str:
         """Whose notes these are: the session, else the conversation (how it opens), so

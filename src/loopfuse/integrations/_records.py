@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
 from loopfuse.errors import ConfigError
-from loopfuse.integrations._decision import Loop
+from loopfuse.integrations._decision import Attempt, Loop
 
 __all__ = ["RetryLedger", "TimedRecords", "retryable"]
 
@@ -136,6 +136,14 @@ class RetryLedger:
     def answered(self, key: tuple[str, int]) -> None:
         """The attempt ``key`` got an answer: the next identical request is a repeat."""
         self._records.pop(key)
+
+    def report(self, attempt: Attempt, failed: bool, now: float, backoff: float | None) -> None:
+        """How a forwarded attempt ended upstream: failed (a retry may follow) or answered."""
+        key = (attempt.identity, attempt.fingerprint)
+        if failed:
+            self.failed(key, at=now, backoff=backoff, noted=attempt.noted)
+        else:
+            self.answered(key)
 
     def take(self, key: tuple[str, int], now: float) -> tuple[bool, Loop | None]:
         """Whether a request ``key`` is a retry (its last attempt failed and the backoff

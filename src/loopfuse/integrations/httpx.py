@@ -228,7 +228,7 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
         """Check ``request``; refuse it, answer it from the cache, or send it on."""
         if not self.wants(request):
             return await self.inner.handle_async_request(request)
-        decision = self.decide(request, await request.aread())
+        decision = await self.adecide(request, await request.aread())
         if decision.refused:
             self.guard.cache_event(decision, "bypass")
             return self.refusal(request, decision)
@@ -253,7 +253,7 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
         try:
             if decision.cache == "refresh":  # Cache-Control: no-cache
                 answer = await fetch()
-                self.store(cache, key, answer, decision)
+                await self.astore(cache, key, answer, decision)
             else:
                 answer = await cache.aget_or_compute(key, fetch)
         except Uncached as uncached:

@@ -104,15 +104,35 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
         """The guard's decision on a conversation of LangChain messages when it found a
         loop (or failed closed); ``None`` when the agent may go on. Each call counts as
         one model call: in ``"warn"`` mode a second look at the same loop refuses it."""
+        asked = self._body(messages, session_id)
+        if isinstance(asked, GuardDecision):
+            return self._seen(asked)
+        body, session = asked
+        return self._seen(self.guard.check(body, session_id=session, integration="langchain"))
+
+    async def acheck(
+        self, messages: Sequence[Any], session_id: str | None = None
+    ) -> GuardDecision | None:
+        """:meth:`check` for async agents: the breaker's store is awaited."""
+        asked = self._body(messages, session_id)
+        if isinstance(asked, GuardDecision):
+            return self._seen(asked)
+        body, session = asked
+        decision = await self.guard.acheck(body, session_id=session, integration="langchain")
+        return self._seen(decision)
+
+    def _body(
+        self, messages: Sequence[Any], session_id: str | None
+    ) -> tuple[dict[str, Any], str | None] | GuardDecision:
         from langchain_core.messages import convert_to_openai_messages
 
         try:
             body = {"messages": convert_to_openai_messages(list(messages))}
         except Exception as exc:  # a message LangChain cannot convert: fail open (or closed)
-            decision = self.guard.failure(exc, integration="langchain")
-        else:
-            session = _thread_id() if session_id is None else session_id
-            decision = self.guard.check(body, session_id=session, integration="langchain")
+            return self.guard.failure(exc, integration="langchain")
+        return body, _thread_id() if session_id is None else session_id
+
+    def _seen(self, decision: GuardDecision) -> GuardDecision | None:
         if decision.action == "forward":
             return None
         self.last_decision = decision
@@ -136,8 +156,8 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
-        """:meth:`wrap_model_call` for async agents (the check does no I/O)."""
-        decision = self.check(request.messages)
+        """:meth:`wrap_model_call` for async agents (a shared store is awaited)."""
+        decision = await self.acheck(request.messages)
         if decision is None:
             return await handler(request)
         if decision.refused:

@@ -177,22 +177,22 @@ class LoopfuseHandler(CustomLogger):
         call_type: str,
     ) -> dict[str, Any] | None:
         """The proxy's hook: refuse (raise :class:`LoopRefusedError`), note, or pass."""
-        return self._gate(data, call_type, user_api_key_dict)
+        return await self._gate(data, call_type, user_api_key_dict)
 
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
         """The SDK's hook (``litellm.acompletion`` and the other async calls)."""
         name = getattr(call_type, "value", call_type)
-        return self._gate(kwargs, name if isinstance(name, str) else "", None)
+        return await self._gate(kwargs, name if isinstance(name, str) else "", None)
 
-    def _gate(self, data: Any, call_type: str, key: Any) -> dict[str, Any] | None:
+    async def _gate(self, data: Any, call_type: str, key: Any) -> dict[str, Any] | None:
         if call_type not in self.call_types or not isinstance(data, dict):
             return None
         call_id = data.get("litellm_call_id")
         if isinstance(call_id, str) and self._decided.get(call_id, self.guard.clock()) is not None:
             return None  # checked already: a proxied call, or a retry of this call
-        decision = self.check(data, key)
+        decision = await self.acheck(data, key)
         if isinstance(call_id, str) and decision.action != "refuse":
             self._decided.put(call_id, decision, self.guard.clock())
         if decision.refused:
@@ -205,13 +205,34 @@ class LoopfuseHandler(CustomLogger):
 
     def check(self, data: Mapping[str, Any], user_api_key_dict: Any = None) -> GuardDecision:
         """The guard's decision on the LLM fields of a LiteLLM request ``data``."""
+        asked = self._question(data, user_api_key_dict)
+        if isinstance(asked, GuardDecision):
+            return asked
+        body, session = asked
+        return self.guard.check(body, session_id=session, path=_route(data), integration="litellm")
+
+    async def acheck(self, data: Mapping[str, Any], user_api_key_dict: Any = None) -> GuardDecision:
+        """:meth:`check` for the async hooks: the breaker's store is awaited, so the proxy's
+        event loop never waits for it."""
+        asked = self._question(data, user_api_key_dict)
+        if isinstance(asked, GuardDecision):
+            return asked
+        body, session = asked
+        return await self.guard.acheck(
+            body, session_id=session, path=_route(data), integration="litellm"
+        )
+
+    def _question(
+        self, data: Mapping[str, Any], user_api_key_dict: Any
+    ) -> tuple[dict[str, Any], str | None] | GuardDecision:
+        """The body and session to check, or the decision when resolving them failed."""
         try:
             body = {name: data[name] for name in _LLM_FIELDS if name in data}
             session, junk = self._session(data, user_api_key_dict)
         except Exception as exc:  # a resolver that raises fails open, like the guard
             return self.guard.failure(exc, integration="litellm")
         self.guard.input_fallback(junk, "litellm")
-        return self.guard.check(body, session_id=session, path=_route(data), integration="litellm")
+        return body, session
 
     def _session(
         self, data: Mapping[str, Any], user_api_key_dict: Any

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from loopfuse.errors import ConfigError
 from loopfuse.integrations._decision import GuardDecision, loop_detected
@@ -100,12 +100,23 @@ class LoopfuseRunHooks(RunHooks[Any]):
     ) -> GuardDecision | None:
         """The guard's decision on one model call when it found a loop; ``None`` when the
         call may go as it is."""
-        body: dict[str, Any] = {"input": [_plain(item) for item in input_items]}
-        if system_prompt:
-            body["instructions"] = system_prompt
+        body = _body(system_prompt, input_items)
         decision = self.guard.check(
             body, session_id=session_id, path=_PATH, integration="openai_agents"
         )
+        return self._seen(decision)
+
+    async def acheck(
+        self, system_prompt: str | None, input_items: list[Any], session_id: str | None = None
+    ) -> GuardDecision | None:
+        """:meth:`check` for the async hooks: the breaker's store is awaited."""
+        body = _body(system_prompt, input_items)
+        decision = await self.guard.acheck(
+            body, session_id=session_id, path=_PATH, integration="openai_agents"
+        )
+        return self._seen(decision)
+
+    def _seen(self, decision: GuardDecision) -> GuardDecision | None:
         if decision.action == "forward":
             return None
         self.last_decision = decision
@@ -116,33 +127,33 @@ class LoopfuseRunHooks(RunHooks[Any]):
         note (``"warn"``, ``"note"``) or raises :class:`loopfuse.detector.LoopDetected`.
 
         ``RunConfig(call_model_input_filter=hooks.input_filter)``; to chain a filter of
-        your own, call this one on its result (or the other way round).
+        your own, call this one on its result (or the other way round). With a breaker on
+        an async store, use :meth:`ainput_filter`.
         """
-        from agents.run_config import ModelInputData
-
+        session = self._filtered(data)
+        if isinstance(session, GuardDecision):
+            return data.model_data
         model_data = data.model_data
+        decision = self.check(model_data.instructions, list(model_data.input), session)
+        return _filtered_input(model_data, decision)
+
+    async def ainput_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """:meth:`input_filter` that awaits the breaker's store (the SDK awaits it)."""
+        session = self._filtered(data)
+        if isinstance(session, GuardDecision):
+            return data.model_data
+        model_data = data.model_data
+        decision = await self.acheck(model_data.instructions, list(model_data.input), session)
+        return _filtered_input(model_data, decision)
+
+    def _filtered(self, data: CallModelData[Any]) -> str | GuardDecision | None:
+        """Mark this model call as checked by the filter; its session."""
         pending = _FILTERED.get()
         if pending is None:
             pending = [0]
             _FILTERED.set(pending)
         pending[0] += 1
-        session = self._session(data.context, data.agent)
-        if isinstance(session, GuardDecision):
-            return model_data
-        decision = self.check(model_data.instructions, list(model_data.input), session)
-        if decision is None:
-            return model_data
-        if decision.refused:
-            raise loop_detected(decision)
-        # The note is one more input item, or more instructions: the SDK's own items
-        # are handed back as they were, not as the plain data the guard read.
-        noted = decision.value if isinstance(decision.value, dict) else {}
-        items = list(model_data.input)
-        added = noted.get("input")
-        if isinstance(added, list) and len(added) == len(items) + 1:
-            items.append(added[-1])
-        instructions = noted.get("instructions", model_data.instructions)
-        return ModelInputData(input=items, instructions=instructions)
+        return self._session(data.context, data.agent)
 
     async def on_llm_start(
         self,
@@ -165,7 +176,7 @@ class LoopfuseRunHooks(RunHooks[Any]):
         session = self._session(context, agent)
         if isinstance(session, GuardDecision):
             return
-        decision = self.check(system_prompt, list(input_items), session)
+        decision = await self.acheck(system_prompt, list(input_items), session)
         if decision is not None:
             raise loop_detected(decision)
 
@@ -190,3 +201,29 @@ def _plain(item: object) -> object:
     if callable(dump):
         return dump(exclude_unset=True)
     return item
+
+
+def _body(system_prompt: str | None, input_items: list[Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"input": [_plain(item) for item in input_items]}
+    if system_prompt:
+        body["instructions"] = system_prompt
+    return body
+
+
+def _filtered_input(model_data: Any, decision: GuardDecision | None) -> ModelInputData:
+    """The model's input with the decision applied: as it was, noted, or refused."""
+    from agents.run_config import ModelInputData
+
+    if decision is None:
+        return cast("ModelInputData", model_data)
+    if decision.refused:
+        raise loop_detected(decision)
+    # The note is one more input item, or more instructions: the SDK's own items
+    # are handed back as they were, not as the plain data the guard read.
+    noted = decision.value if isinstance(decision.value, dict) else {}
+    items = list(model_data.input)
+    added = noted.get("input")
+    if isinstance(added, list) and len(added) == len(items) + 1:
+        items.append(added[-1])
+    instructions = noted.get("instructions", model_data.instructions)
+    return ModelInputData(input=items, instructions=instructions)

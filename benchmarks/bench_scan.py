@@ -6,7 +6,9 @@ Builds a deterministic request body of ``--turns`` assistant turns, each calling
 tool and followed by its result (a coding agent's session: shell commands, file views,
 test output; a few repeated batches so that answers really get compared), in the OpenAI
 Chat and the Anthropic Messages dialects, plus one whose last quarter is a loop in
-progress. Times, best of ``--repeat`` interleaved rounds with ``time.perf_counter``:
+progress and one that ends on a failing command (so the detector also replays the
+history window its answer-based signals read). Times, best of ``--repeat`` interleaved
+rounds with ``time.perf_counter``:
 ``json.loads`` of the body (the baseline), ``extract_intent`` (the shared intent layer
 ``scan`` walks) and ``scan``, each as a ratio of the baseline. The target is ``scan`` <=
 1.5x ``json.loads``.
@@ -134,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     turns = build_turns(args.turns)
     looping = build_turns(args.turns, loop_tail=args.turns // 4)
+    # The last answer is an error: the answer-based signals could fire, so scan replays
+    # the run's history window too (the dearest case short of a loop).
+    failing = [
+        *turns[:-1],
+        ("bash", {"command": "pytest -q"}, "Run the tests.", "FAILED t.py::t - assert 1 == 2"),
+    ]
     detector = LoopDetector()
     print(f"JSON backend of loopfuse.intent: {json_backend()}")
     print("| body | size | json.loads | extract_intent | scan | scan / json.loads |")
@@ -142,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         ("openai_chat", openai_body(turns), True),
         ("anthropic", anthropic_body(turns), True),
         (f"openai_chat, last {args.turns // 4} turns loop", openai_body(looping), False),
+        ("openai_chat, ends on a failure", openai_body(failing), True),
     )
     for dialect, body, progressing in bodies:
         assert scan(body, detector=detector).ok is progressing

@@ -13,7 +13,7 @@ A cache built on an async-only store serves only these methods: its sync methods
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 from loopfuse.dedup import _shared, singleflight
 from loopfuse.dedup._core import MISSING, CacheCore, check_key, seconds
@@ -21,9 +21,6 @@ from loopfuse.dedup.entries import CachedResponse
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.events import EventAction, EventSink
 from loopfuse.stores import StoredEntry
-
-if TYPE_CHECKING:
-    from loopfuse.dedup.cache import DedupCache
 
 __all__ = ["AsyncDedupMethods"]
 
@@ -38,17 +35,24 @@ class AsyncDedupMethods(Generic[V]):
     _flights: singleflight.FlightTables[V]
     events: EventSink
 
+    # DedupCache's own (sync) methods, which these run in line on the in-memory store.
     def _emit(self, action: EventAction, reason: str | None = None) -> None:
-        raise NotImplementedError  # DedupCache's
+        raise NotImplementedError
 
-    def _sync(self) -> DedupCache[V]:
-        return cast("DedupCache[V]", self)
+    def get(self, key: RequestKey) -> V | None:
+        raise NotImplementedError
+
+    def peek(self, key: RequestKey) -> CachedResponse[V] | None:
+        raise NotImplementedError
+
+    def clear(self) -> None:
+        raise NotImplementedError
 
     async def aget(self, key: RequestKey) -> V | None:
         """:meth:`~loopfuse.dedup.DedupCache.get`, awaited."""
         core = self._core
         if core.local is not None:
-            return self._sync().get(key)
+            return self.get(key)
         checked = check_key(key)
         value = await core.access.call("get", checked.value, checked.digest, core.now())
         core.count(hit=value is not MISSING)
@@ -71,7 +75,7 @@ class AsyncDedupMethods(Generic[V]):
         """:meth:`~loopfuse.dedup.DedupCache.peek`, awaited."""
         core = self._core
         if core.local is not None:
-            return self._sync().peek(key)
+            return self.peek(key)
         checked = check_key(key)
         entry: StoredEntry | None = await core.access.call(
             "peek", checked.value, checked.digest, core.now()
@@ -84,7 +88,7 @@ class AsyncDedupMethods(Generic[V]):
         """:meth:`~loopfuse.dedup.DedupCache.clear`, awaited."""
         core = self._core
         if core.local is not None:
-            self._sync().clear()
+            self.clear()
             return
         await core.access.call("clear")
         core.forget_stats()

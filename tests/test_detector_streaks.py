@@ -333,3 +333,30 @@ def test_record_results_takes_raw_answers() -> None:
     record = LoopDetector().check(VARIANTS[0])
     with pytest.raises(InvalidInputError, match="not both"):
         LoopDetector().record_results(record, results_digest(VARIANTS[0], ["x"]), answers=["x"])
+
+
+# --- bounded however long the run ------------------------------------------------------
+
+
+def test_a_long_run_keeps_a_bounded_window_and_bounded_memory() -> None:
+    import tracemalloc
+
+    det = LoopDetector()
+    settings = det.settings
+
+    def run(n: int, start: int) -> None:
+        for i in range(start, start + n):
+            calls = bash(f"python step_{i % 500}.py")  # 500 commands: the caches fill up
+            record = det.check(calls)
+            answer = f"ok {i}" if i % 3 else f"Error: step {i} failed"
+            det.record_results(record, results_digest(calls, [answer]))
+
+    run(1_000, 0)  # caches and the window fill up
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    run(6_000, 1_000)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    assert len(det._core.history) == settings.history_len
+    assert grown < 500_000, grown  # bounded caches, not the run

@@ -24,11 +24,7 @@ _LIMITED_API = not _FREE_THREADED and os.environ.get("LOOPFUSE_NO_LIMITED_API", 
 # (module, C sources, headers): each module is optional on its own.
 _MODULES = [
     ("loopfuse.dedup._fnv", ["src/loopfuse/dedup/_fnv.c"], []),
-    (
-        "loopfuse.intent._speedups",
-        ["src/loopfuse/intent/_speedups.c", "src/loopfuse/intent/_cchat.c"],
-        ["src/loopfuse/intent/_speedups.h"],
-    ),
+    ("loopfuse.intent._speedups", ["src/loopfuse/intent/_speedups.c"], []),
 ]
 
 

@@ -3,7 +3,7 @@
 Each C function is compared with its pure-Python reference: the canonical writer with
 ``_canonical.write``, the nesting check with ``_json._deeper``, and the whole pipeline
 (fingerprints, canonical bytes, intents, dialects) with the extension on and off, under
-both JSON backends. The chat intent walk has its own file (test_intent_speedups_chat.py).
+both JSON backends.
 """
 
 from __future__ import annotations

@@ -58,7 +58,6 @@ from typing import Any, Final, NamedTuple
 from blake3 import blake3
 
 from loopfuse.errors import InvalidInputError
-from loopfuse.intent import _native
 from loopfuse.intent._chat import chat_intent
 from loopfuse.intent._gemini import gemini_intent
 from loopfuse.intent._json import (
@@ -72,10 +71,9 @@ from loopfuse.intent._json import (
     load,
     load_trusted,
     parse,
-    trusted_loader,
 )
 from loopfuse.intent._native import c_extension_available
-from loopfuse.intent._parts import SHORT_ARGUMENTS, Walk, parse_argument_string
+from loopfuse.intent._parts import Walk
 from loopfuse.intent._responses import responses_intent
 
 __all__ = [
@@ -146,18 +144,6 @@ def _intent_of(value: object, walk: Walk | None = None) -> dict[str, Any] | None
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("messages"), list):
-        native = _native.speedups
-        if native is not None and type(value) is dict:
-            # The C twin of chat_intent: the same intent, or None when it declines.
-            found = native.chat_intent(
-                value, parse_argument_string, NOT_JSON, trusted_loader(), SHORT_ARGUMENTS
-            )
-            if found is not None:
-                intent, anthropic, ollama, arguments_trusted = found
-                if walk is not None:
-                    walk.anthropic, walk.ollama = anthropic, ollama
-                    walk.ok = walk.ok and arguments_trusted
-                return intent  # type: ignore[no-any-return]
         return chat_intent(value, walk)
     if isinstance(value.get("contents"), list):
         return gemini_intent(value, walk)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, Final
 
@@ -219,18 +219,6 @@ def _loads(text: bytes | str) -> tuple[object, bool]:
     except (ValueError, RecursionError):
         # ValueError covers JSONDecodeError and integers over sys.int_info's digit limit.
         return NOT_JSON, False
-
-
-def trusted_loader() -> Callable[[str], object] | None:
-    """A parser whose every result :func:`_loads` would return as trusted, or ``None``.
-
-    orjson when it is the backend and writes by the rules: for such a parser, "it
-    parsed" means "trusted", so the C intent walk calls it without a Python frame.
-    """
-    if _use_orjson and _ORJSON_WRITES and _orjson is not None:
-        loads: Callable[[str], object] = _orjson.loads
-        return loads
-    return None
 
 
 loads_small = _loads

@@ -1,11 +1,10 @@
 /*
  * loopfuse.intent._speedups: the optional C accelerator of loopfuse.intent.
  *
- * Three functions, each the twin of a pure-Python reference that stays the definition:
+ * Two functions, each the twin of a pure-Python reference that stays the definition:
  *
  *   dumps(value, limit)    the canonical writer (_canonical.write / canonical_json)
  *   too_deep(value, limit) the nesting check (_json._too_deep)
- *   chat_intent(...)       the messages-style intent walk (_chat.chat_intent; _cchat.c)
  *
  * Each returns exactly what its reference returns, or None ("declined") when it meets
  * something it does not handle (a subclass of a JSON type, a lone surrogate, nesting
@@ -20,7 +19,8 @@
  * Built against the stable ABI (Python 3.11+) unless the interpreter is free-threaded;
  * setup.py decides. The module keeps no mutable state.
  */
-#include "_speedups.h"
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -554,14 +554,6 @@ speedups_too_deep(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
 static PyMethodDef speedups_methods[] = {
     {"dumps", (PyCFunction)(void (*)(void))speedups_dumps, METH_FASTCALL, dumps_doc},
     {"too_deep", (PyCFunction)(void (*)(void))speedups_too_deep, METH_FASTCALL, too_deep_doc},
-    {"chat_intent", (PyCFunction)(void (*)(void))lf_chat_intent, METH_FASTCALL,
-     "chat_intent(body, parse_arguments, not_json, fast_loads=None, fast_max_length=0, /)\n"
-     "--\n\n"
-     "(intent, anthropic, ollama, arguments_trusted) of a messages-style body, as\n"
-     "loopfuse.intent._chat.chat_intent builds it; None when declined. Tool-call\n"
-     "argument strings go to parse_arguments(s) -> (value, trusted), or first, when at\n"
-     "most fast_max_length long, to fast_loads(s) -> value (trusted; a ValueError\n"
-     "hands the string on to parse_arguments)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -578,7 +570,7 @@ static PyModuleDef_Slot speedups_slots[] = {
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
     "loopfuse.intent._speedups",
-    "The C accelerator of loopfuse.intent: canonical writer, nesting check, chat intent.",
+    "The C accelerator of loopfuse.intent: canonical writer and nesting check.",
     0,
     speedups_methods,
     speedups_slots,

@@ -30,6 +30,7 @@ from loopfuse.intent._canonical import (
     format_float,
     utf8,
 )
+from loopfuse.intent._textdepth import STDLIB_SAFE_DEPTH, nests_deeper
 
 _orjson: ModuleType | None
 try:  # the optional ``fast`` extra
@@ -202,6 +203,8 @@ def _loads(text: bytes | str) -> tuple[object, bool]:
             return _orjson.loads(text), _ORJSON_WRITES
         except _orjson.JSONDecodeError:
             pass  # the standard library decides: it accepts NaN, lone surrogates, ...
+    if nests_deeper(text, STDLIB_SAFE_DEPTH):
+        return NOT_JSON, False  # deeper than MAX_DEPTH: not JSON to us, whatever follows
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")

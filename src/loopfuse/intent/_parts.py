@@ -142,14 +142,6 @@ class Walk:
         self.ollama = False
 
 
-def parse_argument_string(arguments: str) -> tuple[object, bool]:
-    """``(value, trusted)`` of a tool-call argument string, as :func:`load_trusted`."""
-    # Most argument strings are short: too short to nest deeper than MAX_DEPTH.
-    if len(arguments) <= SHORT_ARGUMENTS:
-        return loads_small(arguments)
-    return load_trusted(arguments)
-
-
 def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
     """Tool-call arguments as a JSON value: a JSON string is parsed, junk kept as is.
 
@@ -159,7 +151,12 @@ def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
     'not json'
     """
     if isinstance(arguments, str):
-        value, trusted = parse_argument_string(arguments)
+        # Most argument strings are short: too short to nest deeper than MAX_DEPTH, so
+        # the parse alone decides (one call per tool call: kept inline).
+        if len(arguments) <= SHORT_ARGUMENTS:
+            value, trusted = loads_small(arguments)
+        else:
+            value, trusted = load_trusted(arguments)
         if value is NOT_JSON:
             return arguments
         if walk is not None and not trusted:
@@ -194,10 +191,11 @@ def tool_declarations(tools: object) -> list[Any]:
             out.append({"type": "json", "value": tool})
             continue
         function = tool.get("function")
-        declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
         if isinstance(function, dict):
             out.append(_function(function, "parameters"))
-        elif isinstance(declarations, list):
+            continue
+        declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
+        if isinstance(declarations, list):
             for declaration in declarations:
                 if isinstance(declaration, dict):
                     out.append(_function(declaration, "parameters"))
@@ -262,18 +260,23 @@ class CallLinker:
 
     def link(self, result_id: object, name: object = None) -> int | None:
         """Index of the call a result answers, or ``None`` when it cannot be known."""
-        index = self._find(result_id, name)
-        if index is not None:
-            self._used.add(index)
-        self._next += 1
-        return index
-
-    def _find(self, result_id: object, name: object) -> int | None:
         ids = self._ids
-        if isinstance(result_id, str) and result_id:
+        if isinstance(result_id, str) and result_id:  # the common case, kept inline
+            self._next += 1
             if ids.count(result_id) != 1:
                 return None
-            return ids.index(result_id)
+            index = ids.index(result_id)
+            self._used.add(index)
+            return index
+        found = self._find(result_id, name)
+        if found is not None:
+            self._used.add(found)
+        self._next += 1
+        return found
+
+    def _find(self, result_id: object, name: object) -> int | None:
+        """The call a result without a usable id answers (by name, then by order)."""
+        ids = self._ids
         if any(call_id is not None for call_id in ids):
             return None  # the calls had ids and this result has none: ambiguous
         if isinstance(name, str) and name:

@@ -16,8 +16,8 @@
  * in ~0.4x json.loads, the Python walk, depth check and writer were the rest of the
  * bill (issue #2 budgets the whole fingerprint at 1.0x json.loads).
  *
- * Built against the stable ABI (Python 3.11+) unless the interpreter is free-threaded;
- * setup.py decides. The module keeps no mutable state.
+ * Built against the stable ABI (Python 3.11+); never for a free-threaded interpreter
+ * (see the module slots below). The module keeps no state.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -655,12 +655,14 @@ static PyMethodDef speedups_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* What holds, and only that: the module keeps no state and no Python object between
+ * calls, so every interpreter, each with its own GIL, may load it (a stable-ABI build of
+ * 3.11 cannot say so; one built for 3.12+ does). It is not declared safe without a GIL:
+ * the walks read containers through borrowed references, which only a GIL keeps valid,
+ * so setup.py does not build it for a free-threaded interpreter. */
 static PyModuleDef_Slot speedups_slots[] = {
 #ifdef Py_mod_multiple_interpreters
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
-#endif
-#ifdef Py_GIL_DISABLED
-    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
 #endif
     {0, NULL},
 };

@@ -18,6 +18,7 @@ True
 from __future__ import annotations
 
 from loopfuse import intent
+from loopfuse._api import public_dir
 from loopfuse.breaker import LoopBreaker, LoopBroken, LoopDecision
 from loopfuse.dedup import (
     CachedResponse,
@@ -95,3 +96,7 @@ __all__ = [
     "scan",
     "scan_intent",
 ]
+
+
+def __dir__() -> list[str]:
+    return public_dir(globals())

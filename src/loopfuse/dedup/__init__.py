@@ -16,6 +16,7 @@ See ``docs/dedup.md`` for the semantics: keys and their collision protection, wh
 
 from __future__ import annotations
 
+from loopfuse._api import public_dir
 from loopfuse.dedup.cache import DEFAULT_TTL, DEFAULT_WAIT_TIMEOUT, DedupCache
 from loopfuse.dedup.entries import CachedResponse, DedupStats
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
@@ -32,3 +33,7 @@ __all__ = [
     "SingleFlightReentryError",
     "SingleFlightTimeoutError",
 ]
+
+
+def __dir__() -> list[str]:
+    return public_dir(globals())

@@ -10,6 +10,7 @@ See docs/detector.md for what each rule catches and the measurement behind each 
 
 from __future__ import annotations
 
+from loopfuse._api import public_dir
 from loopfuse.detector.detector import (
     DEFAULT_MAX_CYCLE_LAPS,
     DEFAULT_MAX_CYCLE_PERIOD,
@@ -65,3 +66,7 @@ __all__ = [
     "scan",
     "scan_intent",
 ]
+
+
+def __dir__() -> list[str]:
+    return public_dir(globals())

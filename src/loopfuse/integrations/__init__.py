@@ -31,6 +31,7 @@ its :class:`GuardDecision` into its framework's terms. A missing extra raises
 
 from __future__ import annotations
 
+from loopfuse._api import public_dir
 from loopfuse.integrations._extras import MissingExtraError
 from loopfuse.integrations._guard import (
     DEFAULT,
@@ -52,3 +53,7 @@ __all__ = [
     "ScanVerdict",
     "Scanner",
 ]
+
+
+def __dir__() -> list[str]:
+    return public_dir(globals())

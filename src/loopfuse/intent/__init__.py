@@ -57,6 +57,7 @@ from typing import Any, Final, NamedTuple
 
 from blake3 import blake3
 
+from loopfuse._api import public_dir
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent._chat import chat_intent
 from loopfuse.intent._gemini import gemini_intent
@@ -319,3 +320,7 @@ def fingerprint(body: object, path: str = "") -> int:
     if data is None:
         data = raw_bytes(body)
     return fingerprint_canonical(data, path)
+
+
+def __dir__() -> list[str]:
+    return public_dir(globals())

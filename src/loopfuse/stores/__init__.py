@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol, final, runtime_checkable
 
+from loopfuse._api import public_dir
 from loopfuse.errors import LoopfuseError
 
 __all__ = [
@@ -250,3 +251,7 @@ class AsyncCacheStore(Protocol):
     async def clear(self) -> None:
         """See :meth:`CacheStore.clear`."""
         ...
+
+
+def __dir__() -> list[str]:
+    return public_dir(globals())

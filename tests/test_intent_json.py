@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from loopfuse.errors import InvalidInputError, LoopfuseError
 from loopfuse.intent import MAX_BODY_BYTES, MAX_DEPTH, NOT_JSON, canonical_json, load, parse
 from loopfuse.intent import _json as backend
+from loopfuse.intent import _textdepth as textdepth
 from loopfuse.intent._textdepth import STDLIB_SAFE_DEPTH, json_loads, nesting, nests_deeper
 
 BACKENDS = ["json", "orjson"] if backend._orjson is not None else ["json"]
@@ -253,3 +254,21 @@ def test_a_text_past_the_safe_depth_never_reaches_the_stdlib_parser(
     with pytest.raises(RecursionError):
         json_loads(deep)
     assert json_loads(in_strings)[0] == "[" * 2000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='[]{}"\\1', max_size=60), st.integers(0, 8), st.integers(1, 5))
+def test_the_chunked_measure_is_the_whole_measure(text: str, limit: int, chunk: int) -> None:
+    """nests_deeper measures chunk by chunk and stops early: the same answer as nesting()."""
+    original = textdepth._CHUNK
+    textdepth._CHUNK = chunk
+    try:
+        assert nests_deeper(text, limit) is (nesting(text) > limit)
+    finally:
+        textdepth._CHUNK = original
+
+
+def test_a_peak_in_a_later_chunk_is_found() -> None:
+    text = "[]" * 3000 + "[" * 600 + "]" * 600
+    assert nests_deeper(text, 599)
+    assert not nests_deeper(text, 600)

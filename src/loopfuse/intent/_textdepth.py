@@ -25,6 +25,15 @@ _ESCAPE: Final = re.compile(rb"\\.", re.DOTALL)
 _STRING: Final = re.compile(rb'"[^"]*"')
 _NOT_BRACKETS: Final = bytes(c for c in range(256) if c not in b"[]{}")
 _STEP: Final = tuple(1 if c in b"[{" else -1 if c in b"]}" else 0 for c in range(256))
+_CHUNK: Final = 4096
+
+
+def _structure(text: bytes | str) -> bytes:
+    """The brackets of ``text`` that are outside strings, in order."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
+    return _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
 
 
 def nesting(text: bytes | str) -> int:
@@ -36,18 +45,15 @@ def nesting(text: bytes | str) -> int:
     >>> nesting(b'{"a": [1, {"b": "]]]"}]}'), nesting('"[[["'), nesting(b"1")
     (3, 0, 0)
     """
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if b"\\" in data:
-        data = _ESCAPE.sub(b"", data)
-    structure = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_STEP.__getitem__, structure)), default=0)
+    return max(accumulate(map(_STEP.__getitem__, _structure(text))), default=0)
 
 
 def nests_deeper(text: bytes | str, limit: int) -> bool:
     """Whether ``text`` nests deeper than ``limit`` (see :func:`nesting`).
 
     Cheap for a text with at most ``limit`` opening brackets, which cannot nest deeper:
-    only other texts are measured.
+    only other texts are measured, and a measure stops at the first chunk that goes
+    deeper (a 100,000-deep text is rejected after its first few thousand brackets).
 
     >>> nests_deeper("[" * 600, 512), nests_deeper('["' + "[" * 600 + '"]', 512)
     (True, False)
@@ -58,7 +64,16 @@ def nests_deeper(text: bytes | str, limit: int) -> bool:
         openings = text.count("[") + text.count("{")
     else:
         openings = text.count(b"[") + text.count(b"{")
-    return openings > limit and nesting(text) > limit
+    if openings <= limit:
+        return False
+    structure = _structure(text)
+    depth = 0
+    for start in range(0, len(structure), _CHUNK):
+        chunk = structure[start : start + _CHUNK]
+        if max(accumulate(map(_STEP.__getitem__, chunk), initial=depth)) > limit:
+            return True
+        depth += chunk.count(b"[") + chunk.count(b"{") - chunk.count(b"]") - chunk.count(b"}")
+    return False
 
 
 def json_loads(text: str | bytes) -> Any:

@@ -18,7 +18,6 @@ True
 from __future__ import annotations
 
 from loopfuse import intent
-from loopfuse._api import public_dir
 from loopfuse.breaker import LoopBreaker, LoopBroken, LoopDecision
 from loopfuse.dedup import (
     CachedResponse,
@@ -99,4 +98,7 @@ __all__ = [
 
 
 def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
     return public_dir(globals())

@@ -16,7 +16,6 @@ See ``docs/dedup.md`` for the semantics: keys and their collision protection, wh
 
 from __future__ import annotations
 
-from loopfuse._api import public_dir
 from loopfuse.dedup.cache import DEFAULT_TTL, DEFAULT_WAIT_TIMEOUT, DedupCache
 from loopfuse.dedup.entries import CachedResponse, DedupStats
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
@@ -36,4 +35,7 @@ __all__ = [
 
 
 def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
     return public_dir(globals())

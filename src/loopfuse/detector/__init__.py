@@ -10,7 +10,6 @@ See docs/detector.md for what each rule catches and the measurement behind each 
 
 from __future__ import annotations
 
-from loopfuse._api import public_dir
 from loopfuse.detector.detector import (
     DEFAULT_MAX_CYCLE_LAPS,
     DEFAULT_MAX_CYCLE_PERIOD,
@@ -69,4 +68,7 @@ __all__ = [
 
 
 def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
     return public_dir(globals())

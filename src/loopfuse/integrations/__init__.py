@@ -31,7 +31,6 @@ its :class:`GuardDecision` into its framework's terms. A missing extra raises
 
 from __future__ import annotations
 
-from loopfuse._api import public_dir
 from loopfuse.integrations._extras import MissingExtraError
 from loopfuse.integrations._guard import (
     DEFAULT,
@@ -56,4 +55,7 @@ __all__ = [
 
 
 def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
     return public_dir(globals())

@@ -57,7 +57,6 @@ from typing import Any, Final, NamedTuple
 
 from blake3 import blake3
 
-from loopfuse._api import public_dir
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent._chat import chat_intent
 from loopfuse.intent._gemini import gemini_intent
@@ -323,4 +322,7 @@ def fingerprint(body: object, path: str = "") -> int:
 
 
 def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
     return public_dir(globals())

@@ -40,7 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol, final, runtime_checkable
 
-from loopfuse._api import public_dir
 from loopfuse.errors import LoopfuseError
 
 __all__ = [
@@ -254,4 +253,7 @@ class AsyncCacheStore(Protocol):
 
 
 def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
     return public_dir(globals())

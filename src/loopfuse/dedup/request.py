@@ -84,6 +84,11 @@ _MODEL_IN_PATH: Final = (
 )
 
 _SCHEME: Final = "loopfuse.request/1"
+# The names request_material writes, written once (they are in every key).
+_MEMBER_NAMES: Final = {
+    name: intent.canonical_json(name)
+    for name in ("dialect", "endpoint", "intent", "key", "model", "params", "path_model")
+}
 _RAW_TAG: Final = b"loopfuse.request.raw/1\x00"
 
 
@@ -200,7 +205,8 @@ def canonical_object(members: dict[str, Any]) -> bytes:
         member = members[name]
         if len(parts) > 1:
             parts.append(b",")
-        parts.append(intent.canonical_json(name))
+        written = _MEMBER_NAMES.get(name)
+        parts.append(intent.canonical_json(name) if written is None else written)
         parts.append(b":")
         # A bytes member (the intent, tens of KB) is copied once, by the join below.
         parts.append(member if isinstance(member, bytes) else intent.canonical_json(member))

@@ -152,6 +152,8 @@ def _intent_of(value: object, walk: Walk | None = None) -> dict[str, Any] | None
     return None
 
 
+_HASH_JOINED_UP_TO = 1024 * 1024
+
 # An intent nests a few levels deeper than the body it came from (parsed tool-call
 # arguments sit inside a message inside a list), so its writer allows for that.
 _INTENT_DEPTH_SLACK = 8
@@ -244,7 +246,7 @@ def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
     if value is NOT_JSON:
         return Analysis(NOT_JSON, None, None)
     keyed = value
-    if ignore and isinstance(value, dict) and any(name in value for name in ignore):
+    if ignore and isinstance(value, dict) and not value.keys().isdisjoint(ignore):
         keyed = {name: field for name, field in value.items() if name not in ignore}
     walk = Walk(trusted)
     intent = _intent_of(value, walk)
@@ -262,7 +264,12 @@ def fingerprint_canonical(canonical: bytes, path: str = "") -> int:
     ...     b'{"input": "hi"}', "/v1/responses")
     True
     """
-    hasher = blake3(_path_bytes(path) + b"\n")
+    prefix = _path_bytes(path) + b"\n"
+    if len(canonical) <= _HASH_JOINED_UP_TO:
+        # One buffer hashes faster than a stream that starts with a few bytes (15 -> 12 us
+        # for 45 KB): the copy costs less than it saves.
+        return int.from_bytes(blake3(prefix + canonical).digest(8), "little")
+    hasher = blake3(prefix)
     hasher.update(canonical)  # hashed where it lies: no copy of a body-sized buffer
     return int.from_bytes(hasher.digest(8), "little")
 

@@ -147,10 +147,12 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
 
 def _tool_result(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:
     name = message.get("tool_name", message.get("name"))
+    content = message.get("content")
     result: dict[str, Any] = {
         "role": "tool",
         "call": linker.link(message.get("tool_call_id"), name),
-        "content": content_parts(message.get("content")),
+        # content_parts(content), with its common case (a non-empty string) inline
+        "content": [content] if type(content) is str and content else content_parts(content),
     }
     if isinstance(name, str):
         result["name"] = name
@@ -172,9 +174,11 @@ def _user(
         _images(message, messages[-1])
         return
     parts: list[Part] = []
+    answered = False  # a tool_result block was met
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "tool_result":
+            answered = True
             if walk is not None:
                 walk.anthropic = True
             result: dict[str, Any] = {
@@ -189,9 +193,7 @@ def _user(
             if walk is not None and kind in ("thinking", "redacted_thinking"):
                 walk.anthropic = True
             add_part(parts, block)
-    if parts or not any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
-    ):
+    if parts or not answered:
         messages.append({"role": "user", "content": parts})
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any, Final
 
@@ -122,6 +122,19 @@ _ORJSON_WRITES: Final = _orjson_follows_the_rules()
 _use_orjson: bool = _orjson is not None
 
 
+def _trusted_loads() -> Callable[[str], object] | None:
+    if _use_orjson and _ORJSON_WRITES and _orjson is not None:
+        loads: Callable[[str], object] = _orjson.loads
+        return loads
+    return None
+
+
+trusted_loads = _trusted_loads()
+"""A parser whose every result :func:`load_trusted` would call trusted (orjson, when it is
+the backend and writes by the rules), or ``None``. Short tool-call argument strings go to
+it first: for it, "it parsed" means "trusted", and a ``ValueError`` hands the string on."""
+
+
 def json_backend() -> str:
     """Name of the JSON backend in use: ``"orjson"`` or ``"json"`` (the standard library).
 
@@ -133,7 +146,7 @@ def json_backend() -> str:
 
 def _set_backend(name: str) -> None:
     """Switch the backend (tests compare both in one process). Not thread-safe."""
-    global _use_orjson
+    global _use_orjson, trusted_loads
     if name == "orjson":
         if _orjson is None:
             raise RuntimeError("orjson is not installed")
@@ -142,6 +155,7 @@ def _set_backend(name: str) -> None:
         _use_orjson = False
     else:
         raise ValueError(f"unknown JSON backend {name!r}")
+    trusted_loads = _trusted_loads()
 
 
 class _SpecialNumber(Exception):

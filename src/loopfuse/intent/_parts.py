@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from loopfuse.intent import _json
 from loopfuse.intent._json import MAX_DEPTH, NOT_JSON, load_trusted, loads_small
 
 # Keys that change between two sends of the same request without changing what is
@@ -91,11 +92,15 @@ def add_part(out: list[Part], part: object) -> None:
     if not isinstance(part, dict):
         out.append({"type": "json", "value": part})
         return
-    kind = str_field(part, "type")
-    if kind in _TEXT_TYPES and isinstance(part.get("text"), str):
-        if part["text"]:
-            out.append(part["text"])  # annotations, citations, cache_control: not the ask
-        return
+    kind = part.get("type")  # str_field(part, "type"), inline: once per content part
+    if not isinstance(kind, str):
+        kind = None
+    if kind in _TEXT_TYPES:
+        text = part.get("text")
+        if isinstance(text, str):
+            if text:
+                out.append(text)  # annotations, citations, cache_control: not the ask
+            return
     if kind == "thinking":
         thinking = part.get("thinking")
         if isinstance(thinking, str) and thinking:
@@ -154,6 +159,12 @@ def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
         # Most argument strings are short: too short to nest deeper than MAX_DEPTH, so
         # the parse alone decides (one call per tool call: kept inline).
         if len(arguments) <= SHORT_ARGUMENTS:
+            fast = _json.trusted_loads
+            if fast is not None:
+                try:
+                    return fast(arguments)  # trusted: nothing for the walk to clear
+                except ValueError:
+                    pass  # NaN, a lone surrogate, ...: the standard library decides
             value, trusted = loads_small(arguments)
         else:
             value, trusted = load_trusted(arguments)

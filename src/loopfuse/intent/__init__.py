@@ -130,7 +130,7 @@ def _dialect_of(value: object, walk: Walk) -> str | None:
     if isinstance(value.get("messages"), list):
         if "system" in value or "anthropic_version" in value or walk.anthropic:
             return "anthropic"
-        if walk.ollama or any(key in value for key in _OLLAMA_FIELDS):
+        if walk.ollama or not value.keys().isdisjoint(_OLLAMA_FIELDS):
             return "ollama"
         return "openai_chat"
     if isinstance(value.get("contents"), list):

@@ -246,7 +246,7 @@ def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
     if value is NOT_JSON:
         return Analysis(NOT_JSON, None, None)
     keyed = value
-    if ignore and isinstance(value, dict) and not value.keys().isdisjoint(ignore):
+    if ignore and isinstance(value, dict) and any(name in value for name in ignore):
         keyed = {name: field for name, field in value.items() if name not in ignore}
     walk = Walk(trusted)
     intent = _intent_of(value, walk)

@@ -75,7 +75,6 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
     parts: list[Part] = []
     calls: list[dict[str, Any]] = []
     ids: list[object] = []
-    names: list[str] = []  # of the calls, in order (kept beside them: the hot path)
     content = message.get("content")
     if type(content) is str:  # the common case, kept cheap
         if content:
@@ -85,7 +84,6 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "tool_use":  # Anthropic
                 calls.append(tool_call(block.get("name"), block.get("input"), walk))
-                names.append(calls[-1]["name"])
                 ids.append(block.get("id"))
                 if walk is not None:
                     walk.anthropic = True
@@ -106,7 +104,6 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
         for raw in raw_calls:
             if not isinstance(raw, dict):
                 calls.append({"name": "", "arguments": raw})
-                names.append("")
                 ids.append(None)
                 continue
             function = raw.get("function")
@@ -127,21 +124,18 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
                 name = ""
             parsed = {} if arguments is None else parse_arguments(arguments, walk)
             calls.append({"name": name, "arguments": parsed})
-            names.append(name)
             ids.append(raw.get("id"))
     elif raw_calls is not None:
         calls.append({"name": "", "arguments": raw_calls})
-        names.append("")
         ids.append(None)
     function_call = message.get("function_call")  # legacy OpenAI
     if isinstance(function_call, dict):
         calls.append(tool_call(function_call.get("name"), function_call.get("arguments"), walk))
-        names.append(calls[-1]["name"])
         ids.append(None)
     canon: dict[str, Any] = {"role": "assistant", "content": parts}
     if calls:
         canon["tool_calls"] = calls
-        linker.start_turn(ids, names)
+        linker.start_turn(ids, calls)
     return canon
 
 

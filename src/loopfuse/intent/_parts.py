@@ -254,18 +254,19 @@ class CallLinker:
     order.
     """
 
-    __slots__ = ("_ids", "_names", "_next", "_used")
+    __slots__ = ("_calls", "_ids", "_next", "_used")
 
     def __init__(self) -> None:
         self._ids: list[object] = []
-        self._names: list[str] = []
+        self._calls: list[dict[str, Any]] = []
         self._used: set[int] = set()
         self._next = 0
 
-    def start_turn(self, ids: list[object], names: list[str]) -> None:
-        """An assistant turn made these calls (ids ``None`` where the dialect has none)."""
+    def start_turn(self, ids: list[object], calls: list[dict[str, Any]]) -> None:
+        """An assistant turn made these canonical calls (each with its ``"name"``), with
+        these provider ids (``None`` where the dialect has none)."""
         self._ids = ids
-        self._names = names
+        self._calls = calls
         self._used = set()
         self._next = 0
 
@@ -291,8 +292,8 @@ class CallLinker:
         if any(call_id is not None for call_id in ids):
             return None  # the calls had ids and this result has none: ambiguous
         if isinstance(name, str) and name:
-            for index, call_name in enumerate(self._names):
-                if call_name == name and index not in self._used:
+            for index, call in enumerate(self._calls):
+                if call["name"] == name and index not in self._used:
                     return index
             return None
         position = self._next

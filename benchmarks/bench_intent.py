@@ -4,13 +4,15 @@ Run: ``python benchmarks/bench_intent.py``. Every figure is measured in this run
 this machine, round-robin (see ``timing.py``); the baseline is ``json.loads`` of the
 same ~47 KB agent request (system prompt, 20 tool turns, 15 tools).
 
-Targets (issue 2): ``intent.fingerprint`` <= 1.0x json.loads with orjson (the ``fast``
-extra), <= 3.0x without; ``LoopBreaker.check`` flat (within 1.5x) from 1 to 100,000
-live sessions.
+Targets: with orjson (the ``fast`` extra) every per-request figure -- ``fingerprint``,
+``LoopBreaker.check_request``, ``scan`` -- within 1.3x json.loads (issue 12; ``RequestKey.
+from_request`` is in bench_dedup.py), <= 3.0x without orjson (issue 2);
+``LoopBreaker.check`` flat (within 1.5x) from 1 to 100,000 live sessions.
 
-Each row names its JSON backend and whether the C accelerator (``intent._speedups``,
-built by a normal install wherever a compiler exists) ran: ``+C`` with it, ``py``
-with the pure-Python twins that an install without a compiler uses.
+Each row names its JSON backend and whether the C accelerator (``intent._speedups``: the
+canonical writer and the nesting check, built by a normal install wherever a compiler
+exists) ran: ``+C`` with it, ``py`` with the pure-Python twins that an install without a
+compiler uses.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import random
 from collections.abc import Callable
 
 from bodies import agent_request_bytes
-from loopfuse import LoopBreaker, intent
+from loopfuse import LoopBreaker, intent, scan
 from loopfuse.intent import _json, _native
 from timing import interleaved, report
 
@@ -55,6 +57,7 @@ def intent_costs(body: bytes) -> None:
             candidates[f"LoopBreaker.check_request {tag}"] = with_backend(
                 name, c, lambda: breaker.check_request("s", body, path)
             )
+            candidates[f"loopfuse.scan {tag}"] = with_backend(name, c, lambda: scan(body))
     original = intent.json_backend()
     try:
         results = interleaved(candidates)

@@ -8,10 +8,32 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from loopfuse.intent import _json
 
 THREAD_GUARD = 30.0  # seconds; only reached when something is broken (a hang)
+TOO_SLOW = [HealthCheck.too_slow]  # big generated bodies are slow to make, not a bug
+
+
+def fast_and_full(fast: Any, full: Any) -> list[Any]:
+    """The two sizes of a heavy test (examples of a property, requests of a soak, bytes
+    of a body): ``fast`` runs by default; ``full`` is marked ``slow``, which the default
+    run deselects and ``.ci/run`` runs (``pytest -m slow``)."""
+    return [
+        pytest.param(fast, id=f"fast-{fast}"),
+        pytest.param(full, id=f"full-{full}", marks=pytest.mark.slow),
+    ]
+
+
+def run_property(
+    examples: int, check: Callable[..., None], *strategies: Any, **options: Any
+) -> None:
+    """Run ``check`` as a hypothesis property of ``strategies`` with ``examples`` examples
+    (the other settings as ``options``; no deadline unless given): a property written
+    once runs at both sizes of :func:`fast_and_full`."""
+    options.setdefault("deadline", None)
+    settings(max_examples=examples, **options)(given(*strategies)(check))()
 
 
 class FakeClock:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conftest import fast_and_full
 from loopfuse.cli.main import main
 from loopfuse.detector import LoopDetector
 
@@ -23,15 +24,20 @@ def every_file() -> list[Path]:
     return sorted(path for path in CORPUS.rglob("*") if path.is_file())
 
 
+@pytest.mark.parametrize("scope", fast_and_full("sample", "folder"))
 def test_scanning_the_corpus_folder_finishes_and_matches_a_live_detector(
-    capsys: pytest.CaptureFixture[str],
+    scope: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["scan", str(CORPUS), "--format", "json"])
+    """The whole folder (slow), or by default every seventh trajectory named one by one."""
+    trajectories = sorted(CORPUS.rglob("*.json"))
+    if scope == "sample":
+        trajectories = trajectories[::7]
+    paths = [str(CORPUS)] if scope == "folder" else [str(path) for path in trajectories]
+    code = main(["scan", *paths, "--format", "json"])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     assert captured.err == ""
     report = json.loads(captured.out)
-    trajectories = sorted(CORPUS.rglob("*.json"))
     assert [Path(f["name"]) for f in report["files"]] == trajectories
     assert report["errors"] == []
     assert code == (1 if report["summary"]["found"] else 0)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import fast_and_full, run_property
 from loopfuse.detector import OK, LoopDetector, ToolCall, Verdict, scan, scan_intent
 from loopfuse.detector.replay import replay
 from loopfuse.intent import extract_intent
@@ -440,9 +441,17 @@ cyclic_conversation = st.tuples(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(cyclic_conversation, st.sampled_from(range(len(CONFIGS))))
-def test_tail_replay_equals_full_replay_on_cycles(
+@pytest.mark.parametrize("examples", fast_and_full(60, 300))
+def test_tail_replay_equals_full_replay_on_cycles(examples: int) -> None:
+    run_property(
+        examples,
+        check_tail_replay_equals_full_replay_on_cycles,
+        cyclic_conversation,
+        st.sampled_from(range(len(CONFIGS))),
+    )
+
+
+def check_tail_replay_equals_full_replay_on_cycles(
     conversation: tuple[list[int], int, list[str], list[int]], config: int
 ) -> None:
     lap, laps, answers, breaks = conversation

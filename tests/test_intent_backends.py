@@ -7,9 +7,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import TOO_SLOW, fast_and_full, run_property
 from conftest import json_backend as using
 from loopfuse import intent
 from loopfuse.intent import _json as backend
@@ -43,24 +44,43 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(json_values)
-def test_canonical_json_is_backend_independent(value: Any) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(100, 400))
+def test_canonical_json_is_backend_independent(examples: int) -> None:
+    run_property(
+        examples,
+        check_canonical_json_is_backend_independent,
+        json_values,
+        suppress_health_check=TOO_SLOW,
+    )
+
+
+def check_canonical_json_is_backend_independent(value: Any) -> None:
     plain, fast = both(lambda: intent.canonical_json(value))
     assert plain == fast
 
 
-@settings(max_examples=300, deadline=None)
-@given(json_values)
-def test_parse_then_canonicalise_is_backend_independent(value: Any) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(80, 300))
+def test_parse_then_canonicalise_is_backend_independent(examples: int) -> None:
+    run_property(examples, check_parse_then_canonicalise_is_backend_independent, json_values)
+
+
+def check_parse_then_canonicalise_is_backend_independent(value: Any) -> None:
     body = json.dumps(value).encode()  # NaN/Infinity written as the stdlib writes them
     plain, fast = both(lambda: intent.canonical_json(intent.load(body)))
     assert plain == fast
 
 
-@settings(max_examples=300, deadline=None)
-@given(json_values, st.sampled_from(["", "/v1/chat/completions", "/api/chat"]))
-def test_fingerprint_is_backend_independent(value: Any, path: str) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(80, 300))
+def test_fingerprint_is_backend_independent(examples: int) -> None:
+    run_property(
+        examples,
+        check_fingerprint_is_backend_independent,
+        json_values,
+        st.sampled_from(["", "/v1/chat/completions", "/api/chat"]),
+    )
+
+
+def check_fingerprint_is_backend_independent(value: Any, path: str) -> None:
     request = {"model": "m", "messages": [{"role": "user", "content": [value, "x"]}]}
     for body in (json.dumps(request).encode(), json.dumps(value).encode()):
         plain, fast = both(lambda body=body: intent.fingerprint(body, path))  # type: ignore[misc]
@@ -93,9 +113,12 @@ def test_edge_bodies_are_backend_independent(body: bytes) -> None:
     assert plain == fast
 
 
-@settings(max_examples=500, deadline=None)
-@given(json_values)
-def test_fast_path_equals_the_reference_writer(value: Any) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(100, 500))
+def test_fast_path_equals_the_reference_writer(examples: int) -> None:
+    run_property(examples, check_fast_path_equals_the_reference_writer, json_values)
+
+
+def check_fast_path_equals_the_reference_writer(value: Any) -> None:
     """Whatever a C serialiser writes for a parsed body must be what `_write` writes."""
     body = json.dumps(value).encode()
     for name in ("json", "orjson"):
@@ -104,9 +127,16 @@ def test_fast_path_equals_the_reference_writer(value: Any) -> None:
             assert backend.dumps_trusted(parsed, trusted) == intent.canonical_json(parsed)
 
 
-@settings(max_examples=2000, deadline=None)
-@given(st.floats(allow_nan=False, allow_infinity=False))
-def test_format_float_is_what_a_conforming_orjson_writes(value: float) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(400, 2000))
+def test_format_float_is_what_a_conforming_orjson_writes(examples: int) -> None:
+    run_property(
+        examples,
+        check_format_float_is_what_a_conforming_orjson_writes,
+        st.floats(allow_nan=False, allow_infinity=False),
+    )
+
+
+def check_format_float_is_what_a_conforming_orjson_writes(value: float) -> None:
     if not backend._ORJSON_WRITES:
         pytest.skip("this orjson formats floats differently: it is only used for parsing")
     assert backend._orjson is not None

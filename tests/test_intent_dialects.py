@@ -487,3 +487,28 @@ def test_not_a_known_dialect() -> None:
     for body in ({"prompt": "hi"}, [1, 2], "text", {"messages": "not a list"}, {"input": 5}):
         assert extract_intent(body) is None
         assert detect_dialect(body) is None
+
+
+def test_the_repr_shape_of_an_intent() -> None:
+    """The documented shape, key order included: it is what extract_intent shows users."""
+    intent = extract_intent(openai_chat())
+    assert intent is not None
+    assert list(intent) == ["messages", "system", "tools"]
+    assert list(intent["messages"][1]) == ["role", "content", "tool_calls"]
+    assert list(intent["messages"][2]) == ["role", "call", "content"]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "change"),
+    [(d, None) for d in sorted(DIALECTS)] + [(d, c) for d, _, c in SAME + DIFFERENT],
+)
+def test_extraction_leaves_the_body_unchanged(
+    dialect: str, change: Callable[[Body], None] | None
+) -> None:
+    body = DIALECTS[dialect]()
+    if change is not None:
+        body = edit(body, change)
+    before = copy.deepcopy(body)
+    extract_intent(body)
+    fingerprint(body)
+    assert body == before

@@ -13,6 +13,7 @@ from blake3 import blake3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import fast_and_full, run_property
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import canonical_json, extract_intent, fingerprint
 
@@ -110,9 +111,12 @@ roots = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=500, deadline=None)
-@given(roots)
-def test_junk_in_every_dialect_never_raises(body: dict[str, Any]) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(100, 500))
+def test_junk_in_every_dialect_never_raises(examples: int) -> None:
+    run_property(examples, check_junk_in_every_dialect_never_raises, roots)
+
+
+def check_junk_in_every_dialect_never_raises(body: dict[str, Any]) -> None:
     raw = json.dumps(body).encode()
     intent = extract_intent(raw)
     if intent is not None:

@@ -8,10 +8,14 @@ from collections import OrderedDict
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopfuse.errors import InvalidInputError, LoopfuseError
 from loopfuse.intent import MAX_BODY_BYTES, MAX_DEPTH, NOT_JSON, canonical_json, load, parse
 from loopfuse.intent import _json as backend
+from loopfuse.intent import _textdepth as textdepth
+from loopfuse.intent._textdepth import STDLIB_SAFE_DEPTH, json_loads, nesting, nests_deeper
 
 BACKENDS = ["json", "orjson"] if backend._orjson is not None else ["json"]
 
@@ -183,3 +187,88 @@ class TestCanonicalJson:
 def test_backend_switch_is_validated() -> None:
     with pytest.raises(ValueError, match="unknown JSON backend"):
         backend._set_backend("simdjson")
+
+
+# --- nesting measured on the text (_textdepth): what keeps the stdlib parser shallow ---
+
+brackety_text = st.text(alphabet='[]{}"\\:,1 a\u00e9', max_size=12)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | brackety_text,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(brackety_text, c, max_size=3),
+    max_leaves=20,
+)
+
+
+def containers_depth(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(containers_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(containers_depth, value), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.booleans(), st.booleans())
+def test_text_nesting_is_the_depth_of_the_containers(
+    value: object, ascii_only: bool, as_str: bool
+) -> None:
+    """Strings full of brackets, quotes and backslashes do not count."""
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=1 if ascii_only else None)
+    assert nesting(text if as_str else text.encode()) == containers_depth(value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='[]{}"\\:,1 ', max_size=40))
+def test_text_nesting_bounds_what_a_parser_builds_from_any_text(text: str) -> None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return
+    assert containers_depth(value) <= nesting(text)
+
+
+def test_a_text_past_the_safe_depth_never_reaches_the_stdlib_parser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    def spy(text: str) -> object:
+        calls.append(text)
+        return json.loads(text)
+
+    monkeypatch.setattr(backend, "_TOLERANT", type("Spy", (), {"decode": staticmethod(spy)}))
+    monkeypatch.setattr(backend, "_STRICT", type("Spy", (), {"decode": staticmethod(spy)}))
+    deep = "[" * (STDLIB_SAFE_DEPTH + 1) + "NaN" + "]" * (STDLIB_SAFE_DEPTH + 1)
+    in_strings = '["' + "[" * 2000 + '", NaN]'  # many brackets, but inside a string
+    for name in BACKENDS:
+        backend._set_backend(name)
+        calls.clear()
+        assert load(deep) is NOT_JSON
+        assert calls == []
+        value = load(in_strings)
+        assert isinstance(value, list)
+        assert value[0] == "[" * 2000
+        assert calls == [in_strings]
+    assert nests_deeper(deep, STDLIB_SAFE_DEPTH)
+    assert not nests_deeper(in_strings, STDLIB_SAFE_DEPTH)
+    with pytest.raises(RecursionError):
+        json_loads(deep)
+    assert json_loads(in_strings)[0] == "[" * 2000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='[]{}"\\1', max_size=60), st.integers(0, 8), st.integers(1, 5))
+def test_the_chunked_measure_is_the_whole_measure(text: str, limit: int, chunk: int) -> None:
+    """nests_deeper measures chunk by chunk and stops early: the same answer as nesting()."""
+    original = textdepth._CHUNK
+    textdepth._CHUNK = chunk
+    try:
+        assert nests_deeper(text, limit) is (nesting(text) > limit)
+    finally:
+        textdepth._CHUNK = original
+
+
+def test_a_peak_in_a_later_chunk_is_found() -> None:
+    text = "[]" * 3000 + "[" * 600 + "]" * 600
+    assert nests_deeper(text, 599)
+    assert not nests_deeper(text, 600)

@@ -3,7 +3,7 @@
 Each C function is compared with its pure-Python reference: the canonical writer with
 ``_canonical.write``, the nesting check with ``_json._deeper``, and the whole pipeline
 (fingerprints, canonical bytes, intents, dialects) with the extension on and off, under
-both JSON backends. The chat intent walk has its own file (test_intent_speedups_chat.py).
+both JSON backends.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import enum
 import json
 import math
 import os
+import sysconfig
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import json_backend
+from conftest import TOO_SLOW, fast_and_full, json_backend, run_property
 from loopfuse import intent
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import _canonical, _json, _native
@@ -32,10 +32,12 @@ needs_c = pytest.mark.skipif(_native._BUILT is None, reason="C extension not bui
 
 
 def test_extension_is_built() -> None:
-    """CI and developer installs build the C extension; only an opt-out may skip it."""
+    """CI and developer installs build the C extension; only an opt-out may skip it, and
+    a free-threaded interpreter, for which it is not built (it needs a GIL)."""
     if os.environ.get("LOOPFUSE_NO_EXTENSIONS", "") not in ("", "0"):
         pytest.skip("LOOPFUSE_NO_EXTENSIONS is set: the pure-Python path is expected")
-    assert intent.c_extension_available()
+    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    assert intent.c_extension_available() is not free_threaded
 
 
 @contextmanager
@@ -111,9 +113,13 @@ values = st.recursive(
 
 
 @needs_c
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(values, st.integers(min_value=0, max_value=6))
-def test_c_writer_is_the_reference_or_declines(value: Any, limit: int) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(300, 1500))
+def test_c_writer_is_the_reference_or_declines(examples: int) -> None:
+    limits = st.integers(min_value=0, max_value=6)
+    run_property(examples, writer_property, values, limits, suppress_health_check=TOO_SLOW)
+
+
+def writer_property(value: Any, limit: int) -> None:
     assert _native._BUILT is not None
     written = _native._BUILT.dumps(value, limit)
     expected = reference(value, limit)
@@ -129,9 +135,13 @@ def test_c_writer_is_the_reference_or_declines(value: Any, limit: int) -> None:
 
 
 @needs_c
-@settings(max_examples=3000, deadline=None)
-@given(st.floats() | st.integers(min_value=-(2**1100), max_value=2**1100))
-def test_c_writer_numbers(number: float) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(500, 3000))
+def test_c_writer_numbers(examples: int) -> None:
+    numbers = st.floats() | st.integers(min_value=-(2**1100), max_value=2**1100)
+    run_property(examples, number_property, numbers)
+
+
+def number_property(number: float) -> None:
     assert _native._BUILT is not None
     assert _native._BUILT.dumps(number, 1) == reference(number)
 
@@ -187,9 +197,12 @@ def _deep(depth: int, leaf: object = 1) -> object:
 
 
 @needs_c
-@settings(max_examples=1000, deadline=None)
-@given(values, st.integers(min_value=0, max_value=6))
-def test_c_depth_check_is_the_reference_or_declines(value: Any, limit: int) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(200, 1000))
+def test_c_depth_check_is_the_reference_or_declines(examples: int) -> None:
+    run_property(examples, depth_property, values, st.integers(min_value=0, max_value=6))
+
+
+def depth_property(value: Any, limit: int) -> None:
     assert _native._BUILT is not None
     found = _native._BUILT.too_deep(value, limit)
     if found is not None:
@@ -279,9 +292,14 @@ def _same(results: list[Any]) -> bool:
     return all(repr(result) == repr(first) for result in results)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(chat_body | other_body | json_value, st.sampled_from(["", "/v1/chat/completions"]))
-def test_every_path_gives_the_same_fingerprint(body: Any, path: str) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(100, 400))
+def test_every_path_gives_the_same_fingerprint(examples: int) -> None:
+    bodies = chat_body | other_body | json_value
+    paths = st.sampled_from(["", "/v1/chat/completions"])
+    run_property(examples, same_on_every_path, bodies, paths, suppress_health_check=TOO_SLOW)
+
+
+def same_on_every_path(body: Any, path: str) -> None:
     raw = json.dumps(body, allow_nan=True).encode()
     assert _same(every_path(lambda: intent.fingerprint(raw, path)))
     assert _same(every_path(lambda: intent.canonical_intent_bytes(raw)))
@@ -291,9 +309,17 @@ def test_every_path_gives_the_same_fingerprint(body: Any, path: str) -> None:
     assert _same([(a.dialect, a.intent, a.parsed_intent) for a in analyses])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(chat_body)
-def test_every_path_agrees_on_parsed_mappings(body: Any) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(60, 200))
+def test_every_path_agrees_on_parsed_mappings(examples: int) -> None:
+    run_property(
+        examples,
+        check_every_path_agrees_on_parsed_mappings,
+        chat_body,
+        suppress_health_check=TOO_SLOW,
+    )
+
+
+def check_every_path_agrees_on_parsed_mappings(body: Any) -> None:
     def outcome() -> object:
         try:
             return intent.fingerprint(body)

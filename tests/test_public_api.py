@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from types import ModuleType
+
+import pytest
 
 import loopfuse
 
@@ -40,3 +43,30 @@ def test_every_public_class_and_function_of_every_module_is_exported() -> None:
 def test_version() -> None:
     assert isinstance(loopfuse.__version__, str)
     assert loopfuse.__version__
+
+
+PUBLIC_PACKAGES = [
+    "loopfuse",
+    "loopfuse.intent",
+    "loopfuse.detector",
+    "loopfuse.dedup",
+    "loopfuse.stores",
+    "loopfuse.integrations",
+]
+DUNDERS = {"__all__", "__doc__", "__file__", "__name__", "__path__", "__version__"}
+
+
+@pytest.mark.parametrize("name", PUBLIC_PACKAGES)
+def test_dir_shows_the_public_api_and_nothing_else(name: str) -> None:
+    """No imported helper (``Any``, ``Final``, ``annotations``, ``blake3``), no private name:
+    ``__all__``, the public submodules, and the dunders a reader looks for."""
+    module = importlib.import_module(name)
+    shown = dir(module)
+    assert shown == sorted(set(shown))
+    assert set(module.__all__) <= set(shown)
+    for extra in set(shown) - set(module.__all__):
+        value = getattr(module, extra)
+        is_submodule = isinstance(value, ModuleType) and value.__name__ == f"{name}.{extra}"
+        assert extra in DUNDERS or (is_submodule and not extra.startswith("_")), extra
+    assert not {"Any", "Final", "annotations", "blake3", "Walk", "_json"} & set(shown)
+    assert all(hasattr(module, shown_name) for shown_name in shown)

@@ -25,9 +25,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import TOO_SLOW, fast_and_full, run_property
 from hostile import (
     BACKENDS,
     HYPOTHESIS,
@@ -68,21 +70,48 @@ def test_arbitrary_json_values_as_text(body: bytes | str, path: str) -> None:
     check_body_both_backends(body, path)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(serialised(dialect_bodies), paths)
-def test_every_dialect_with_fields_of_the_wrong_type(body: bytes | str, path: str) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(50, 200))
+def test_every_dialect_with_fields_of_the_wrong_type(examples: int) -> None:
+    run_property(
+        examples,
+        check_every_dialect_with_fields_of_the_wrong_type,
+        serialised(dialect_bodies),
+        paths,
+        suppress_health_check=TOO_SLOW,
+    )
+
+
+def check_every_dialect_with_fields_of_the_wrong_type(body: bytes | str, path: str) -> None:
     check_body_both_backends(body, path)
 
 
-@HYPOTHESIS
-@given(mutated(serialised(dialect_bodies)), paths)
-def test_dialect_bodies_with_corrupted_bytes(body: bytes, path: str) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(40, 150))
+def test_dialect_bodies_with_corrupted_bytes(examples: int) -> None:
+    run_property(
+        examples,
+        check_dialect_bodies_with_corrupted_bytes,
+        mutated(serialised(dialect_bodies)),
+        paths,
+        suppress_health_check=TOO_SLOW,
+    )
+
+
+def check_dialect_bodies_with_corrupted_bytes(body: bytes, path: str) -> None:
     check_body_both_backends(body, path)
 
 
-@HYPOTHESIS
-@given(dialect_bodies | json_values, paths)
-def test_parsed_json_values_never_raise(value: Any, path: str) -> None:
+@pytest.mark.parametrize("examples", fast_and_full(40, 150))
+def test_parsed_json_values_never_raise(examples: int) -> None:
+    run_property(
+        examples,
+        check_parsed_json_values_never_raise,
+        dialect_bodies | json_values,
+        paths,
+        suppress_health_check=TOO_SLOW,
+    )
+
+
+def check_parsed_json_values_never_raise(value: Any, path: str) -> None:
     # A body is a mapping or a list (a str is body text); a bare number is not a body.
     is_body = isinstance(value, dict | list | str)
     for name in BACKENDS:

@@ -20,6 +20,7 @@ from blake3 import blake3
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import fast_and_full
 from hostile import (
     BACKENDS,
     HYPOTHESIS,
@@ -361,10 +362,11 @@ def assert_within_bounds(
         assert peak <= PEAK_FIXED + per_byte * len(body), (name, peak / len(body))
 
 
-def test_a_50_mb_body_is_hashed_raw_in_linear_time_and_memory() -> None:
+@pytest.mark.parametrize("megabytes", fast_and_full(17, 50))
+def test_a_body_over_the_limit_is_hashed_raw_in_linear_time_and_memory(megabytes: int) -> None:
     message = b'{"role":"user","content":"' + b"x" * 90 + b'"},'
-    body = b'{"model":"m","messages":[' + message * (50 * MiB // len(message)) + b"{}]}"
-    assert len(body) > 3 * intent.MAX_BODY_BYTES
+    body = b'{"model":"m","messages":[' + message * (megabytes * MiB // len(message)) + b"{}]}"
+    assert len(body) > intent.MAX_BODY_BYTES
     assert intent.parse(body) is None  # over MAX_BODY_BYTES: not parsed at all
     assert intent.fingerprint(body) == int.from_bytes(blake3(b"\n" + body).digest(8), "little")
     assert_within_bounds(body, raw=True)
@@ -389,18 +391,20 @@ def messages_body(count: int) -> bytes:
     return json.dumps({"model": "m", "messages": messages}).encode()
 
 
+@pytest.mark.parametrize("count", fast_and_full(10_000, 100_000))
 @pytest.mark.parametrize("name", BACKENDS)
-def test_100000_messages_in_linear_time_and_memory(name: str) -> None:
-    body = messages_body(100_000)
+def test_many_messages_in_linear_time_and_memory(name: str, count: int) -> None:
+    body = messages_body(count)
     with using(name):
         analysis = intent.analyse(body)
         assert analysis.dialect == "openai_chat"
         assert analysis.intent is not None
-        assert analysis.intent.count(b'"role":"tool"') == 33_333
+        assert analysis.intent.count(b'"role":"tool"') == count // 3
         assert_within_bounds(body, raw=False, timed=REQUEST_PATH, traced=())
         # Under tracemalloc a parse of 100,000 messages takes 3-5 s, so memory is traced
         # on a tenth of the body: the cost per byte is the same.
-        assert_within_bounds(messages_body(10_000), raw=False, timed=(), traced=REQUEST_PATH)
+        traced = messages_body(count // 10)
+        assert_within_bounds(traced, raw=False, timed=(), traced=REQUEST_PATH)
 
 
 @pytest.mark.parametrize("name", BACKENDS)
@@ -416,20 +420,22 @@ def test_100000_deep_nesting_is_rejected_quickly(name: str) -> None:
 
 DENSE = {
     # The bodies that cost most per byte: hundreds of thousands of tiny values, each a
-    # Python object (and, as messages, a canonical message each).
-    "empty objects as messages": b'{"messages":[' + b"{}," * 100_000 + b"{}]}",
-    "empty strings as messages": b'{"messages":[' + b'"",' * 100_000 + b'""]}',
-    "empty lists": b"[" + b"[]," * 100_000 + b"[]]",
-    "zeros": b"[" + b"0," * 150_000 + b"0]",
+    # Python object (and, as messages, a canonical message each). Per 100,000 values.
+    "empty objects as messages": (b'{"messages":[', b"{},", b"{}]}"),
+    "empty strings as messages": (b'{"messages":[', b'"",', b'""]}'),
+    "empty lists": (b"[", b"[],", b"[]]"),
+    "zeros": (b"[", b"0,", b"0]"),  # half as many bytes per value: 1.5 times the values
 }
 
 
+@pytest.mark.parametrize("values", fast_and_full(20_000, 100_000))
 @pytest.mark.parametrize("name", BACKENDS)
 @pytest.mark.parametrize("shape", list(DENSE))
-def test_dense_bodies_stay_within_the_bound(shape: str, name: str) -> None:
-    """A third of a megabyte of the worst bodies per byte: a walk quadratic in the
-    number of values would take minutes here; the bound allows seconds."""
-    body = DENSE[shape]
+def test_dense_bodies_stay_within_the_bound(shape: str, name: str, values: int) -> None:
+    """A third of a megabyte (full size) of the worst bodies per byte: a walk quadratic
+    in the number of values would take minutes there; the bound allows seconds."""
+    head, value, tail = DENSE[shape]
+    body = head + value * (values * 3 // 2 if shape == "zeros" else values) + tail
     with using(name):
         assert_within_bounds(body, raw=False, timed=REQUEST_PATH, traced=("fingerprint",))
 

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import fast_and_full
 from loopfuse import DedupCache, LoopBreaker, RequestKey, intent
 from loopfuse.dedup import fnv
 
@@ -82,9 +83,11 @@ FINGERPRINTS = [
 ]
 
 
-def test_a_million_fresh_session_ids_stay_within_max_sessions() -> None:
-    """1,000,000 requests, each from a session id never seen before, inside one window
-    (so nothing idles out and least-recently-used eviction does all the work)."""
+@pytest.mark.parametrize("requests", fast_and_full(100_000, 1_000_000))
+def test_fresh_session_ids_stay_within_max_sessions(requests: int) -> None:
+    """A million requests (a tenth by default), each from a session id never seen
+    before, inside one window (so nothing idles out and least-recently-used eviction
+    does all the work)."""
     clock = FakeClock()
     breaker = LoopBreaker(window=30, clock=clock)
     cap = breaker.max_sessions
@@ -93,10 +96,10 @@ def test_a_million_fresh_session_ids_stay_within_max_sessions() -> None:
         breaker.check(f"warm-up-{i}", FINGERPRINTS[i % 16])
     gc.collect()
     resident_before = resident_bytes()
-    for i in range(1_000_000):
-        clock.now += 1e-5  # 10 s in all: well inside the 30 s window
+    for i in range(requests):
+        clock.now += 1e-5  # 10 s at most: well inside the 30 s window
         breaker.check(f"attacker-{i}", FINGERPRINTS[i & 15])
-        if i % 100_000 == 0:
+        if i % 10_000 == 0:
             assert breaker.tracked_sessions <= cap
     assert breaker.tracked_sessions == cap
     gc.collect()
@@ -104,7 +107,8 @@ def test_a_million_fresh_session_ids_stay_within_max_sessions() -> None:
     if resident_before is not None and resident_after is not None:
         assert resident_after - resident_before <= RESIDENT_GROWTH
     # The survivors are the most recent ids; every one of them was counted once.
-    assert breaker.check("attacker-999999", FINGERPRINTS[999_999 & 15]).repeats == 2
+    last = requests - 1
+    assert breaker.check(f"attacker-{last}", FINGERPRINTS[last & 15]).repeats == 2
     assert breaker.check("attacker-0", FINGERPRINTS[0]).repeats == 1  # long evicted
 
 
@@ -175,10 +179,11 @@ def test_per_session_and_per_sample_cost() -> None:
     assert 50 < per_sample <= SAMPLE_BYTES
 
 
-def test_worst_case_breaker_memory_is_sessions_times_samples() -> None:
+@pytest.mark.parametrize("sessions", fast_and_full(50, 200))
+def test_worst_case_breaker_memory_is_sessions_times_samples(sessions: int) -> None:
     """Every session full of distinct samples: the documented worst case, which is
     ``max_sessions * (SESSION_BYTES + (max_samples_per_session - 1) * SAMPLE_BYTES)``."""
-    sessions, samples = 200, 256
+    samples = 256
     ids = [f"s{i}" for i in range(sessions)]
 
     def fill() -> LoopBreaker:
@@ -211,7 +216,8 @@ def test_per_entry_cost() -> None:
     assert 100 < per_entry <= ENTRY_BYTES
 
 
-def test_a_flood_of_fresh_keys_stays_within_capacity() -> None:
+@pytest.mark.parametrize("flood", fast_and_full(40_000, 200_000))
+def test_a_flood_of_fresh_keys_stays_within_capacity(flood: int) -> None:
     clock = FakeClock()
     cache: DedupCache[bytes] = DedupCache(capacity=10_000, clock=clock)
     answer = b"x" * 100
@@ -219,14 +225,14 @@ def test_a_flood_of_fresh_keys_stays_within_capacity() -> None:
         cache.insert(RequestKey.from_str(f"warm-up {i}"), answer)
     gc.collect()
     resident_before = resident_bytes()
-    for i in range(200_000):
-        clock.now += 1e-4  # 20 s: inside the 60 s TTL, so LRU eviction does the work
+    for i in range(flood):
+        clock.now += 1e-4  # 20 s at most: inside the 60 s TTL, so LRU eviction does the work
         key = RequestKey.from_bytes(i.to_bytes(8, "little"))
         assert cache.get_or_compute(key, lambda: answer) is answer
     gc.collect()
     resident_after = resident_bytes()
     assert len(cache) == 10_000
-    assert cache.stats.evictions == 200_000
+    assert cache.stats.evictions == flood
     if resident_before is not None and resident_after is not None:
         assert resident_after - resident_before <= RESIDENT_GROWTH
 

@@ -113,3 +113,10 @@ __all__ = [
     "scan",
     "scan_intent",
 ]
+
+
+def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
+    return public_dir(globals())

@@ -43,6 +43,7 @@ from typing import Any, Final
 
 from loopfuse import intent
 from loopfuse.errors import LoopfuseError
+from loopfuse.intent._textdepth import json_loads  # json.loads, safe in small threads
 
 __all__ = [
     "LOG_SUFFIXES",
@@ -207,7 +208,7 @@ def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:
     if log:
         return _log(name, text)
     try:
-        value = json.loads(text)
+        value = json_loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and _first_line_is_json(text):
             return _log(name, text)
@@ -238,7 +239,7 @@ def _json_problem(exc: json.JSONDecodeError) -> str:
 def _first_line_is_json(text: str) -> bool:
     first = next(line for line in text.splitlines() if line.strip())
     try:
-        json.loads(first)
+        json_loads(first)
     except (ValueError, RecursionError):
         return False
     return True
@@ -311,7 +312,7 @@ def _log(name: str, text: str) -> Log:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json_loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(name, f"line {number}: not valid JSON: {exc.msg}") from None
         except RecursionError:

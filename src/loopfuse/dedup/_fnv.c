@@ -78,6 +78,8 @@ static PyMethodDef fnv_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Both hold: no state, no Python object kept, and the data is read through a buffer
+ * export, which pins it (even while the GIL is released, or where there is none). */
 static PyModuleDef_Slot fnv_slots[] = {
 #ifdef Py_mod_multiple_interpreters
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},

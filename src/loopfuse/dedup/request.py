@@ -90,6 +90,15 @@ _MODEL_IN_PATH: Final = (
 )
 
 _SCHEME: Final = "loopfuse.request/1"
+# The member names and constant values request_material writes, written once (they are
+# in every key): a str equal to one of them has the same canonical JSON.
+_WRITTEN: Final = {
+    text: intent.canonical_json(text)
+    for text in (
+        *("dialect", "endpoint", "intent", "key", "model", "params", "path_model", _SCHEME),
+        *intent.DIALECTS,
+    )
+}
 _RAW_TAG: Final = b"loopfuse.request.raw/1\x00"
 
 
@@ -232,12 +241,20 @@ def canonical_object(members: dict[str, Any]) -> bytes:
         member = members[name]
         if len(parts) > 1:
             parts.append(b",")
-        parts.append(intent.canonical_json(name))
+        parts.append(_written(name))
         parts.append(b":")
         # A bytes member (the intent, tens of KB) is copied once, by the join below.
-        parts.append(member if isinstance(member, bytes) else intent.canonical_json(member))
+        parts.append(member if isinstance(member, bytes) else _written(member))
     parts.append(b"}")
     return b"".join(parts)
+
+
+def _written(value: object) -> bytes:
+    if type(value) is str:
+        known = _WRITTEN.get(value)
+        if known is not None:
+            return known
+    return intent.canonical_json(value)
 
 
 def _raw_material(body: object, path: str) -> bytes:

@@ -60,3 +60,10 @@ __all__ = [
     "Scanner",
     "loop_message",
 ]
+
+
+def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
+    return public_dir(globals())

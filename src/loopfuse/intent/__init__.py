@@ -58,7 +58,6 @@ from typing import Any, Final, NamedTuple
 from blake3 import blake3
 
 from loopfuse.errors import InvalidInputError
-from loopfuse.intent import _native
 from loopfuse.intent._chat import chat_intent
 from loopfuse.intent._gemini import gemini_intent
 from loopfuse.intent._json import (
@@ -72,10 +71,9 @@ from loopfuse.intent._json import (
     load,
     load_trusted,
     parse,
-    trusted_loader,
 )
 from loopfuse.intent._native import c_extension_available
-from loopfuse.intent._parts import SHORT_ARGUMENTS, Walk, parse_argument_string
+from loopfuse.intent._parts import Walk
 from loopfuse.intent._responses import responses_intent
 
 __all__ = [
@@ -132,7 +130,7 @@ def _dialect_of(value: object, walk: Walk) -> str | None:
     if isinstance(value.get("messages"), list):
         if "system" in value or "anthropic_version" in value or walk.anthropic:
             return "anthropic"
-        if walk.ollama or any(key in value for key in _OLLAMA_FIELDS):
+        if walk.ollama or not value.keys().isdisjoint(_OLLAMA_FIELDS):
             return "ollama"
         return "openai_chat"
     if isinstance(value.get("contents"), list):
@@ -146,18 +144,6 @@ def _intent_of(value: object, walk: Walk | None = None) -> dict[str, Any] | None
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("messages"), list):
-        native = _native.speedups
-        if native is not None and type(value) is dict:
-            # The C twin of chat_intent: the same intent, or None when it declines.
-            found = native.chat_intent(
-                value, parse_argument_string, NOT_JSON, trusted_loader(), SHORT_ARGUMENTS
-            )
-            if found is not None:
-                intent, anthropic, ollama, arguments_trusted = found
-                if walk is not None:
-                    walk.anthropic, walk.ollama = anthropic, ollama
-                    walk.ok = walk.ok and arguments_trusted
-                return intent  # type: ignore[no-any-return]
         return chat_intent(value, walk)
     if isinstance(value.get("contents"), list):
         return gemini_intent(value, walk)
@@ -165,6 +151,8 @@ def _intent_of(value: object, walk: Walk | None = None) -> dict[str, Any] | None
         return responses_intent(value, walk)
     return None
 
+
+_HASH_JOINED_UP_TO = 1024 * 1024
 
 # An intent nests a few levels deeper than the body it came from (parsed tool-call
 # arguments sit inside a message inside a list), so its writer allows for that.
@@ -289,7 +277,12 @@ def fingerprint_canonical(canonical: bytes, path: str = "") -> int:
     ...     b'{"input": "hi"}', "/v1/responses")
     True
     """
-    hasher = blake3(_path_bytes(path) + b"\n")
+    prefix = _path_bytes(path) + b"\n"
+    if len(canonical) <= _HASH_JOINED_UP_TO:
+        # One buffer hashes faster than a stream that starts with a few bytes (15 -> 12 us
+        # for 45 KB): the copy costs less than it saves.
+        return int.from_bytes(blake3(prefix + canonical).digest(8), "little")
+    hasher = blake3(prefix)
     hasher.update(canonical)  # hashed where it lies: no copy of a body-sized buffer
     return int.from_bytes(hasher.digest(8), "little")
 
@@ -346,3 +339,10 @@ def fingerprint(body: object, path: str = "") -> int:
     if data is None:
         data = raw_bytes(body)
     return fingerprint_canonical(data, path)
+
+
+def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
+    return public_dir(globals())

@@ -17,6 +17,7 @@ from loopfuse.intent._parts import (
     add_part,
     assemble,
     content_parts,
+    parse_arguments,
     tool_call,
 )
 
@@ -109,14 +110,20 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
             if function is None:
                 function = raw.get("custom")  # OpenAI custom tools: {"name", "input"}
             if isinstance(function, dict):
+                name = function.get("name")
                 arguments = function.get("arguments")
                 if arguments is None:
                     arguments = function.get("input")
                 elif walk is not None and type(arguments) is dict:
                     walk.ollama = True  # Ollama sends arguments as an object
-                calls.append(tool_call(function.get("name"), arguments, walk))
             else:
-                calls.append(tool_call(raw.get("name"), raw.get("arguments"), walk))
+                name = raw.get("name")
+                arguments = raw.get("arguments")
+            # tool_call(name, arguments, walk), inline: once per call of every turn
+            if not isinstance(name, str):
+                name = ""
+            parsed = {} if arguments is None else parse_arguments(arguments, walk)
+            calls.append({"name": name, "arguments": parsed})
             ids.append(raw.get("id"))
     elif raw_calls is not None:
         calls.append({"name": "", "arguments": raw_calls})
@@ -128,16 +135,18 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
     canon: dict[str, Any] = {"role": "assistant", "content": parts}
     if calls:
         canon["tool_calls"] = calls
-        linker.start_turn(ids, [call["name"] for call in calls])
+        linker.start_turn(ids, calls)
     return canon
 
 
 def _tool_result(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:
     name = message.get("tool_name", message.get("name"))
+    content = message.get("content")
     result: dict[str, Any] = {
         "role": "tool",
         "call": linker.link(message.get("tool_call_id"), name),
-        "content": content_parts(message.get("content")),
+        # content_parts(content), with its common case (a non-empty string) inline
+        "content": [content] if type(content) is str and content else content_parts(content),
     }
     if isinstance(name, str):
         result["name"] = name
@@ -159,9 +168,11 @@ def _user(
         _images(message, messages[-1])
         return
     parts: list[Part] = []
+    answered = False  # a tool_result block was met
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "tool_result":
+            answered = True
             if walk is not None:
                 walk.anthropic = True
             result: dict[str, Any] = {
@@ -176,9 +187,7 @@ def _user(
             if walk is not None and kind in ("thinking", "redacted_thinking"):
                 walk.anthropic = True
             add_part(parts, block)
-    if parts or not any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
-    ):
+    if parts or not answered:
         messages.append({"role": "user", "content": parts})
 
 

@@ -85,7 +85,7 @@ def _model_turn(raw_parts: object, linker: CallLinker, walk: Walk | None) -> dic
     turn: dict[str, Any] = {"role": "assistant", "content": _parts(others)}
     if calls:
         turn["tool_calls"] = calls
-        linker.start_turn(ids, [c["name"] for c in calls])
+        linker.start_turn(ids, calls)
     return turn
 
 

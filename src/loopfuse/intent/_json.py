@@ -30,6 +30,7 @@ from loopfuse.intent._canonical import (
     format_float,
     utf8,
 )
+from loopfuse.intent._textdepth import STDLIB_SAFE_DEPTH, nests_deeper
 
 _orjson: ModuleType | None
 try:  # the optional ``fast`` extra
@@ -121,6 +122,19 @@ _ORJSON_WRITES: Final = _orjson_follows_the_rules()
 _use_orjson: bool = _orjson is not None
 
 
+def _trusted_loads() -> Callable[[str], object] | None:
+    if _use_orjson and _ORJSON_WRITES and _orjson is not None:
+        loads: Callable[[str], object] = _orjson.loads
+        return loads
+    return None
+
+
+trusted_loads = _trusted_loads()
+"""A parser whose every result :func:`load_trusted` would call trusted (orjson, when it is
+the backend and writes by the rules), or ``None``. Short tool-call argument strings go to
+it first: for it, "it parsed" means "trusted", and a ``ValueError`` hands the string on."""
+
+
 def json_backend() -> str:
     """Name of the JSON backend in use: ``"orjson"`` or ``"json"`` (the standard library).
 
@@ -132,7 +146,7 @@ def json_backend() -> str:
 
 def _set_backend(name: str) -> None:
     """Switch the backend (tests compare both in one process). Not thread-safe."""
-    global _use_orjson
+    global _use_orjson, trusted_loads
     if name == "orjson":
         if _orjson is None:
             raise RuntimeError("orjson is not installed")
@@ -141,6 +155,7 @@ def _set_backend(name: str) -> None:
         _use_orjson = False
     else:
         raise ValueError(f"unknown JSON backend {name!r}")
+    trusted_loads = _trusted_loads()
 
 
 class _SpecialNumber(Exception):
@@ -202,6 +217,8 @@ def _loads(text: bytes | str) -> tuple[object, bool]:
             return _orjson.loads(text), _ORJSON_WRITES
         except _orjson.JSONDecodeError:
             pass  # the standard library decides: it accepts NaN, lone surrogates, ...
+    if nests_deeper(text, STDLIB_SAFE_DEPTH):
+        return NOT_JSON, False  # deeper than MAX_DEPTH: not JSON to us, whatever follows
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -219,18 +236,6 @@ def _loads(text: bytes | str) -> tuple[object, bool]:
     except (ValueError, RecursionError):
         # ValueError covers JSONDecodeError and integers over sys.int_info's digit limit.
         return NOT_JSON, False
-
-
-def trusted_loader() -> Callable[[str], object] | None:
-    """A parser whose every result :func:`_loads` would return as trusted, or ``None``.
-
-    orjson when it is the backend and writes by the rules: for such a parser, "it
-    parsed" means "trusted", so the C intent walk calls it without a Python frame.
-    """
-    if _use_orjson and _ORJSON_WRITES and _orjson is not None:
-        loads: Callable[[str], object] = _orjson.loads
-        return loads
-    return None
 
 
 loads_small = _loads

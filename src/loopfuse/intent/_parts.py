@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from loopfuse.intent import _json
 from loopfuse.intent._json import MAX_DEPTH, NOT_JSON, load_trusted, loads_small
 
 # Keys that change between two sends of the same request without changing what is
@@ -91,11 +92,15 @@ def add_part(out: list[Part], part: object) -> None:
     if not isinstance(part, dict):
         out.append({"type": "json", "value": part})
         return
-    kind = str_field(part, "type")
-    if kind in _TEXT_TYPES and isinstance(part.get("text"), str):
-        if part["text"]:
-            out.append(part["text"])  # annotations, citations, cache_control: not the ask
-        return
+    kind = part.get("type")  # str_field(part, "type"), inline: once per content part
+    if not isinstance(kind, str):
+        kind = None
+    if kind in _TEXT_TYPES:
+        text = part.get("text")
+        if isinstance(text, str):
+            if text:
+                out.append(text)  # annotations, citations, cache_control: not the ask
+            return
     if kind == "thinking":
         thinking = part.get("thinking")
         if isinstance(thinking, str) and thinking:
@@ -142,14 +147,6 @@ class Walk:
         self.ollama = False
 
 
-def parse_argument_string(arguments: str) -> tuple[object, bool]:
-    """``(value, trusted)`` of a tool-call argument string, as :func:`load_trusted`."""
-    # Most argument strings are short: too short to nest deeper than MAX_DEPTH.
-    if len(arguments) <= SHORT_ARGUMENTS:
-        return loads_small(arguments)
-    return load_trusted(arguments)
-
-
 def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
     """Tool-call arguments as a JSON value: a JSON string is parsed, junk kept as is.
 
@@ -159,7 +156,18 @@ def parse_arguments(arguments: object, walk: Walk | None = None) -> object:
     'not json'
     """
     if isinstance(arguments, str):
-        value, trusted = parse_argument_string(arguments)
+        # Most argument strings are short: too short to nest deeper than MAX_DEPTH, so
+        # the parse alone decides (one call per tool call: kept inline).
+        if len(arguments) <= SHORT_ARGUMENTS:
+            fast = _json.trusted_loads
+            if fast is not None:
+                try:
+                    return fast(arguments)  # trusted: nothing for the walk to clear
+                except ValueError:
+                    pass  # NaN, a lone surrogate, ...: the standard library decides
+            value, trusted = loads_small(arguments)
+        else:
+            value, trusted = load_trusted(arguments)
         if value is NOT_JSON:
             return arguments
         if walk is not None and not trusted:
@@ -194,10 +202,11 @@ def tool_declarations(tools: object) -> list[Any]:
             out.append({"type": "json", "value": tool})
             continue
         function = tool.get("function")
-        declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
         if isinstance(function, dict):
             out.append(_function(function, "parameters"))
-        elif isinstance(declarations, list):
+            continue
+        declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
+        if isinstance(declarations, list):
             for declaration in declarations:
                 if isinstance(declaration, dict):
                     out.append(_function(declaration, "parameters"))
@@ -245,40 +254,46 @@ class CallLinker:
     order.
     """
 
-    __slots__ = ("_ids", "_names", "_next", "_used")
+    __slots__ = ("_calls", "_ids", "_next", "_used")
 
     def __init__(self) -> None:
         self._ids: list[object] = []
-        self._names: list[str] = []
+        self._calls: list[dict[str, Any]] = []
         self._used: set[int] = set()
         self._next = 0
 
-    def start_turn(self, ids: list[object], names: list[str]) -> None:
-        """An assistant turn made these calls (ids ``None`` where the dialect has none)."""
+    def start_turn(self, ids: list[object], calls: list[dict[str, Any]]) -> None:
+        """An assistant turn made these canonical calls (each with its ``"name"``), with
+        these provider ids (``None`` where the dialect has none)."""
         self._ids = ids
-        self._names = names
+        self._calls = calls
         self._used = set()
         self._next = 0
 
     def link(self, result_id: object, name: object = None) -> int | None:
         """Index of the call a result answers, or ``None`` when it cannot be known."""
-        index = self._find(result_id, name)
-        if index is not None:
-            self._used.add(index)
-        self._next += 1
-        return index
-
-    def _find(self, result_id: object, name: object) -> int | None:
         ids = self._ids
-        if isinstance(result_id, str) and result_id:
+        if isinstance(result_id, str) and result_id:  # the common case, kept inline
+            self._next += 1
             if ids.count(result_id) != 1:
                 return None
-            return ids.index(result_id)
+            index = ids.index(result_id)
+            self._used.add(index)
+            return index
+        found = self._find(result_id, name)
+        if found is not None:
+            self._used.add(found)
+        self._next += 1
+        return found
+
+    def _find(self, result_id: object, name: object) -> int | None:
+        """The call a result without a usable id answers (by name, then by order)."""
+        ids = self._ids
         if any(call_id is not None for call_id in ids):
             return None  # the calls had ids and this result has none: ambiguous
         if isinstance(name, str) and name:
-            for index, call_name in enumerate(self._names):
-                if call_name == name and index not in self._used:
+            for index, call in enumerate(self._calls):
+                if call["name"] == name and index not in self._used:
                     return index
             return None
         position = self._next

@@ -57,7 +57,7 @@ def responses_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str
             call = tool_call(item.get("name"), arguments, walk)
             turn.setdefault("tool_calls", []).append(call)
             ids.append(item.get("call_id"))
-            linker.start_turn(ids, [call["name"] for call in turn["tool_calls"]])
+            linker.start_turn(ids, turn["tool_calls"])
             continue
         if kind in _OUTPUT_TYPES:
             leading = False

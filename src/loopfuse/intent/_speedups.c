@@ -1,11 +1,10 @@
 /*
  * loopfuse.intent._speedups: the optional C accelerator of loopfuse.intent.
  *
- * Three functions, each the twin of a pure-Python reference that stays the definition:
+ * Two functions, each the twin of a pure-Python reference that stays the definition:
  *
  *   dumps(value, limit)    the canonical writer (_canonical.write / canonical_json)
  *   too_deep(value, limit) the nesting check (_json._too_deep)
- *   chat_intent(...)       the messages-style intent walk (_chat.chat_intent; _cchat.c)
  *
  * Each returns exactly what its reference returns, or None ("declined") when it meets
  * something it does not handle (a subclass of a JSON type, a lone surrogate, nesting
@@ -13,21 +12,24 @@
  * error. Declining is always safe, so the C code only handles what it can mirror
  * exactly. Tests compare every function with its reference on generated data.
  *
- * Why C: a fingerprint is computed before every LLM request, and with orjson parsing
- * in ~0.4x json.loads, the Python walk, depth check and writer were the rest of the
- * bill (issue #2 budgets the whole fingerprint at 1.0x json.loads).
+ * Why C: a fingerprint is computed before every LLM request; with orjson parsing in
+ * ~0.4x json.loads, the depth check and the careful writer in Python cost as much
+ * again. Only such data-in, data-out walks are here: the rules of the dialects (the
+ * intent walk) are written once, in Python (issue 12).
  *
- * Built against the stable ABI (Python 3.11+) unless the interpreter is free-threaded;
- * setup.py decides. The module keeps no mutable state.
+ * Built against the stable ABI (Python 3.11+); never for a free-threaded interpreter
+ * (see the module slots below). The module keeps no state.
  */
-#include "_speedups.h"
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Deeper limits are declined: the walks recurse, and a thread's C stack may be small. */
+/* Deeper limits are declined: the reference raises or walks its own way past them, and
+ * the walks' heap stacks stay small (MAX_DEPTH is 254). */
 #define MAX_LIMIT 1000
 
 enum { DONE = 0, FAILED = -1, DECLINED = 1 };
@@ -264,6 +266,14 @@ write_int(Buffer *buf, PyObject *number)
 
 /* ---------------------------------------------------------------- objects */
 
+/*
+ * Both walks below keep their own stack on the heap: the C stack they use is a few
+ * hundred bytes whatever the depth of the value, so a thread with a small stack (musl's
+ * 128 KiB, or threading.stack_size) is as safe as the main thread. No Python code runs
+ * during a walk (only exact dicts, lists, tuples, str, int and float are read), so the
+ * borrowed references they hold cannot be invalidated under them.
+ */
+
 typedef struct {
     const char *key;
     Py_ssize_t length;
@@ -286,110 +296,111 @@ member_compare(const void *a, const void *b)
     return member_before(x, y) ? -1 : (member_before(y, x) ? 1 : 0);
 }
 
-static int write_value(Buffer *buf, PyObject *value, int depth, int limit);
+static void
+sort_members(Member *members, Py_ssize_t count)
+{
+    if (count >= 24) {
+        qsort(members, (size_t)count, sizeof(Member), member_compare);
+        return;
+    }
+    for (Py_ssize_t i = 1; i < count; i++) { /* insertion sort: most objects are small */
+        Member current = members[i];
+        Py_ssize_t j = i;
+        while (j > 0 && member_before(&current, &members[j - 1])) {
+            members[j] = members[j - 1];
+            j--;
+        }
+        members[j] = current;
+    }
+}
 
+/* Grow *items (of *capacity elements of size bytes each) to hold at least needed. */
 static int
-write_object(Buffer *buf, PyObject *dict, int depth, int limit)
+reserve(void **items, Py_ssize_t *capacity, Py_ssize_t needed, size_t size)
+{
+    if (needed <= *capacity) {
+        return DONE;
+    }
+    Py_ssize_t grown = *capacity ? *capacity : 16;
+    while (grown < needed) {
+        grown *= 2;
+    }
+    if ((size_t)grown > PY_SSIZE_T_MAX / size) {
+        PyErr_NoMemory();
+        return FAILED;
+    }
+    void *larger = PyMem_Realloc(*items, (size_t)grown * size);
+    if (larger == NULL) {
+        PyErr_NoMemory();
+        return FAILED;
+    }
+    *items = larger;
+    *capacity = grown;
+    return DONE;
+}
+
+enum { OBJECT, LIST, TUPLE };
+
+/* An open container of the writer: what it is, and how far it has been written. */
+typedef struct {
+    PyObject *container; /* borrowed */
+    Py_ssize_t count;    /* members or items */
+    Py_ssize_t next;     /* index of the next one to write */
+    Py_ssize_t members;  /* OBJECT: where its sorted members start in Writer.members */
+    int kind;
+} Frame;
+
+typedef struct {
+    Buffer out;
+    int limit;
+    Frame *frames; /* frames[0 .. depth-1]: the open containers, outermost first */
+    Py_ssize_t depth, frame_capacity;
+    Member *members; /* the sorted members of every open object, one block each */
+    Py_ssize_t members_used, member_capacity;
+} Writer;
+
+/* Open a dict: collect its members behind those of the enclosing objects, sorted. */
+static int
+open_object(Writer *w, PyObject *dict)
 {
     Py_ssize_t count = PyDict_Size(dict);
-    if (count == 0) {
-        return buffer_write(buf, "{}", 2);
+    Py_ssize_t start = w->members_used;
+    if (reserve((void **)&w->members, &w->member_capacity, start + count, sizeof(Member)) !=
+        DONE) {
+        return FAILED;
     }
-    Member small[16];
-    Member *members = small;
-    if (count > 16) {
-        members = PyMem_Malloc(sizeof(Member) * (size_t)count);
-        if (members == NULL) {
-            PyErr_NoMemory();
-            return FAILED;
-        }
-    }
-    int status = DONE;
     Py_ssize_t position = 0, used = 0;
     PyObject *key, *value;
     while (PyDict_Next(dict, &position, &key, &value)) {
         if (used == count || !PyUnicode_CheckExact(key)) {
-            status = DECLINED; /* a non-str key is written as json.dumps would: Python */
-            goto finally;
+            return DECLINED; /* a non-str key is written as json.dumps would: Python */
         }
         Py_ssize_t length;
         const char *text = PyUnicode_AsUTF8AndSize(key, &length);
         if (text == NULL) {
-            status = PyErr_ExceptionMatches(PyExc_UnicodeEncodeError) ? DECLINED : FAILED;
-            if (status == DECLINED) {
-                PyErr_Clear();
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                return FAILED;
             }
-            goto finally;
+            PyErr_Clear();
+            return DECLINED; /* a lone surrogate */
         }
-        members[used].key = text;
-        members[used].length = length;
-        members[used].value = value;
-        used++;
+        Member *member = &w->members[start + used++];
+        member->key = text;
+        member->length = length;
+        member->value = value;
     }
-    if (used < 24) {
-        for (Py_ssize_t i = 1; i < used; i++) { /* insertion sort: most objects are small */
-            Member current = members[i];
-            Py_ssize_t j = i;
-            while (j > 0 && member_before(&current, &members[j - 1])) {
-                members[j] = members[j - 1];
-                j--;
-            }
-            members[j] = current;
-        }
-    }
-    else {
-        qsort(members, (size_t)used, sizeof(Member), member_compare);
-    }
-    status = buffer_byte(buf, '{');
-    for (Py_ssize_t i = 0; status == DONE && i < used; i++) {
-        if (i && (status = buffer_byte(buf, ',')) != DONE) {
-            break;
-        }
-        if ((status = write_utf8_string(buf, members[i].key, members[i].length)) != DONE) {
-            break;
-        }
-        if ((status = buffer_byte(buf, ':')) != DONE) {
-            break;
-        }
-        status = write_value(buf, members[i].value, depth + 1, limit);
-    }
-    if (status == DONE) {
-        status = buffer_byte(buf, '}');
-    }
-finally:
-    if (members != small) {
-        PyMem_Free(members);
-    }
-    return status;
+    sort_members(w->members + start, used);
+    w->members_used = start + used;
+    Frame *frame = &w->frames[w->depth++];
+    *frame = (Frame){dict, used, 0, start, OBJECT};
+    return buffer_byte(&w->out, '{');
 }
 
+/* Write a scalar, or open a container (its members or items are written later). */
 static int
-write_array(Buffer *buf, PyObject *sequence, int is_list, int depth, int limit)
+write_or_open(Writer *w, PyObject *value)
 {
-    Py_ssize_t count = is_list ? PyList_Size(sequence) : PyTuple_Size(sequence);
-    if (buffer_byte(buf, '[') != DONE) {
-        return FAILED;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (i && buffer_byte(buf, ',') != DONE) {
-            return FAILED;
-        }
-        /* A list written here cannot shrink: writing runs no Python code. */
-        PyObject *item = is_list ? PyList_GetItem(sequence, i) : PyTuple_GetItem(sequence, i);
-        if (item == NULL) {
-            return FAILED;
-        }
-        int status = write_value(buf, item, depth + 1, limit);
-        if (status != DONE) {
-            return status;
-        }
-    }
-    return buffer_byte(buf, ']');
-}
-
-static int
-write_value(Buffer *buf, PyObject *value, int depth, int limit)
-{
+    Buffer *buf = &w->out;
     if (PyUnicode_CheckExact(value)) {
         return write_string(buf, value);
     }
@@ -408,16 +419,77 @@ write_value(Buffer *buf, PyObject *value, int depth, int limit)
     if (PyFloat_CheckExact(value)) {
         return write_double(buf, PyFloat_AsDouble(value));
     }
-    int is_dict = PyDict_CheckExact(value);
-    int is_list = PyList_CheckExact(value);
-    if (!is_dict && !is_list && !PyTuple_CheckExact(value)) {
+    int kind;
+    if (PyDict_CheckExact(value)) {
+        kind = OBJECT;
+    }
+    else if (PyList_CheckExact(value)) {
+        kind = LIST;
+    }
+    else if (PyTuple_CheckExact(value)) {
+        kind = TUPLE;
+    }
+    else {
         return DECLINED; /* subclasses, other mappings, non-JSON values: Python */
     }
-    if (depth >= limit) {
+    if (w->depth >= w->limit) {
         return DECLINED; /* the reference raises InvalidInputError */
     }
-    return is_dict ? write_object(buf, value, depth, limit)
-                   : write_array(buf, value, is_list, depth, limit);
+    if (reserve((void **)&w->frames, &w->frame_capacity, w->depth + 1, sizeof(Frame)) != DONE) {
+        return FAILED;
+    }
+    if (kind == OBJECT) {
+        return open_object(w, value);
+    }
+    /* A list written here cannot change size: writing runs no Python code. */
+    Py_ssize_t count = kind == LIST ? PyList_Size(value) : PyTuple_Size(value);
+    w->frames[w->depth++] = (Frame){value, count, 0, 0, kind};
+    return buffer_byte(buf, '[');
+}
+
+/* Write the next member or item of the innermost open container, or close it. */
+static int
+write_next(Writer *w)
+{
+    Frame *top = &w->frames[w->depth - 1];
+    if (top->next == top->count) {
+        if (top->kind == OBJECT) {
+            w->members_used = top->members;
+        }
+        w->depth--;
+        return buffer_byte(&w->out, top->kind == OBJECT ? '}' : ']');
+    }
+    if (top->next > 0 && buffer_byte(&w->out, ',') != DONE) {
+        return FAILED;
+    }
+    PyObject *child;
+    if (top->kind == OBJECT) {
+        const Member *member = &w->members[top->members + top->next];
+        if (write_utf8_string(&w->out, member->key, member->length) != DONE ||
+            buffer_byte(&w->out, ':') != DONE) {
+            return FAILED;
+        }
+        child = member->value;
+    }
+    else {
+        child = top->kind == LIST ? PyList_GetItem(top->container, top->next)
+                                  : PyTuple_GetItem(top->container, top->next);
+        if (child == NULL) {
+            return FAILED;
+        }
+    }
+    top->next++;
+    return write_or_open(w, child); /* may move w->frames: top is not used after this */
+}
+
+static int
+write_value(Writer *w, PyObject *value)
+{
+    int status = write_or_open(w, value);
+    while (status == DONE && w->depth > 0) {
+        status = write_next(w);
+    }
+    return status;
 }
 
 static int
@@ -458,16 +530,18 @@ speedups_dumps(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
         }
         Py_RETURN_NONE;
     }
-    Buffer buf = {NULL, 0, 0};
-    status = write_value(&buf, args[0], 0, limit);
+    Writer w = {{NULL, 0, 0}, limit, NULL, 0, 0, NULL, 0, 0};
+    status = write_value(&w, args[0]);
     PyObject *result = NULL;
     if (status == DONE) {
-        result = PyBytes_FromStringAndSize(buf.data, buf.length);
+        result = PyBytes_FromStringAndSize(w.out.data, w.out.length);
     }
     else if (status == DECLINED) {
         result = Py_NewRef(Py_None);
     }
-    PyMem_Free(buf.data);
+    PyMem_Free(w.out.data);
+    PyMem_Free(w.frames);
+    PyMem_Free(w.members);
     return result;
 }
 
@@ -475,44 +549,67 @@ speedups_dumps(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
 
 enum { SHALLOW = 0, TOO_DEEP = 1, UNSURE = 2 };
 
-static int deeper(PyObject *value, int depth, int limit);
+/* An open container of the nesting check, and where its walk is. */
+typedef struct {
+    PyObject *container; /* borrowed: an exact dict or list */
+    Py_ssize_t position; /* PyDict_Next's position, or the next index of a list */
+} Level;
 
-/* One value inside a container at depth: a leaf, a container to walk, or something the
- * reference inspects its own way (a tuple, a Mapping, a subclass): UNSURE. */
+/* The next value inside an open container; 0 when there is none left. */
 static int
-deeper_child(PyObject *child, int depth, int limit)
+next_child(Level *level, PyObject **child)
 {
-    if (PyDict_CheckExact(child) || PyList_CheckExact(child)) {
-        return deeper(child, depth + 1, limit);
+    if (PyDict_CheckExact(level->container)) {
+        PyObject *key;
+        return PyDict_Next(level->container, &level->position, &key, child);
     }
-    if (PyUnicode_CheckExact(child) || child == Py_None || child == Py_True ||
-        child == Py_False || PyLong_CheckExact(child) || PyFloat_CheckExact(child)) {
-        return SHALLOW;
+    if (level->position >= PyList_Size(level->container)) {
+        return 0;
     }
-    return UNSURE;
+    *child = PyList_GetItem(level->container, level->position++);
+    return 1;
 }
 
-/* TOO_DEEP when a container under value (an exact dict or list at depth) nests past
- * limit; the first answer other than SHALLOW ends the walk, as in the reference. */
+/* TOO_DEEP when a container under root (an exact dict or list, at depth 1) nests past
+ * limit; the first answer other than SHALLOW ends the walk, in the reference's order:
+ * depth first, each container's values in order. A value the reference inspects its own
+ * way (a tuple, a Mapping, a subclass) is UNSURE. FAILED when out of memory. */
 static int
-deeper(PyObject *value, int depth, int limit)
+deeper(PyObject *root, int limit)
 {
-    if (depth > limit) {
+    if (limit < 1) {
         return TOO_DEEP;
     }
-    int found = SHALLOW;
-    if (PyDict_CheckExact(value)) {
-        Py_ssize_t position = 0;
-        PyObject *key, *child;
-        while (found == SHALLOW && PyDict_Next(value, &position, &key, &child)) {
-            found = deeper_child(child, depth, limit);
+    Level *levels = NULL;
+    Py_ssize_t depth = 0, capacity = 0;
+    int found = reserve((void **)&levels, &capacity, 1, sizeof(Level));
+    if (found == DONE) {
+        levels[depth++] = (Level){root, 0};
+        found = SHALLOW;
+    }
+    while (found == SHALLOW && depth > 0) {
+        PyObject *child;
+        if (!next_child(&levels[depth - 1], &child)) {
+            depth--;
         }
-        return found;
+        else if (PyDict_CheckExact(child) || PyList_CheckExact(child)) {
+            if (depth + 1 > limit) {
+                found = TOO_DEEP;
+            }
+            else if (reserve((void **)&levels, &capacity, depth + 1, sizeof(Level)) != DONE) {
+                found = FAILED;
+            }
+            else {
+                levels[depth++] = (Level){child, 0};
+            }
+        }
+        else if (!(PyUnicode_CheckExact(child) || child == Py_None || child == Py_True ||
+                   child == Py_False || PyLong_CheckExact(child) ||
+                   PyFloat_CheckExact(child))) {
+            found = UNSURE;
+        }
     }
-    Py_ssize_t count = PyList_Size(value);
-    for (Py_ssize_t i = 0; found == SHALLOW && i < count; i++) {
-        found = deeper_child(PyList_GetItem(value, i), depth, limit);
-    }
+    PyMem_Free(levels);
     return found;
 }
 
@@ -539,11 +636,13 @@ speedups_too_deep(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
     if (!PyDict_CheckExact(value) && !PyList_CheckExact(value)) {
         Py_RETURN_NONE;
     }
-    switch (deeper(value, 1, limit)) {
+    switch (deeper(value, limit)) {
     case TOO_DEEP:
         Py_RETURN_TRUE;
     case SHALLOW:
         Py_RETURN_FALSE;
+    case FAILED:
+        return NULL;
     default:
         Py_RETURN_NONE;
     }
@@ -554,23 +653,17 @@ speedups_too_deep(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
 static PyMethodDef speedups_methods[] = {
     {"dumps", (PyCFunction)(void (*)(void))speedups_dumps, METH_FASTCALL, dumps_doc},
     {"too_deep", (PyCFunction)(void (*)(void))speedups_too_deep, METH_FASTCALL, too_deep_doc},
-    {"chat_intent", (PyCFunction)(void (*)(void))lf_chat_intent, METH_FASTCALL,
-     "chat_intent(body, parse_arguments, not_json, fast_loads=None, fast_max_length=0, /)\n"
-     "--\n\n"
-     "(intent, anthropic, ollama, arguments_trusted) of a messages-style body, as\n"
-     "loopfuse.intent._chat.chat_intent builds it; None when declined. Tool-call\n"
-     "argument strings go to parse_arguments(s) -> (value, trusted), or first, when at\n"
-     "most fast_max_length long, to fast_loads(s) -> value (trusted; a ValueError\n"
-     "hands the string on to parse_arguments)."},
     {NULL, NULL, 0, NULL},
 };
 
+/* What holds, and only that: the module keeps no state and no Python object between
+ * calls, so every interpreter, each with its own GIL, may load it (a stable-ABI build of
+ * 3.11 cannot say so; one built for 3.12+ does). It is not declared safe without a GIL:
+ * the walks read containers through borrowed references, which only a GIL keeps valid,
+ * so setup.py does not build it for a free-threaded interpreter. */
 static PyModuleDef_Slot speedups_slots[] = {
 #ifdef Py_mod_multiple_interpreters
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
-#endif
-#ifdef Py_GIL_DISABLED
-    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
 #endif
     {0, NULL},
 };
@@ -578,7 +671,7 @@ static PyModuleDef_Slot speedups_slots[] = {
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
     "loopfuse.intent._speedups",
-    "The C accelerator of loopfuse.intent: canonical writer, nesting check, chat intent.",
+    "The C accelerator of loopfuse.intent: canonical writer and nesting check.",
     0,
     speedups_methods,
     speedups_slots,

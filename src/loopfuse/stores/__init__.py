@@ -256,3 +256,10 @@ class AsyncCacheStore(Protocol):
     async def clear(self) -> None:
         """See :meth:`CacheStore.clear`."""
         ...
+
+
+def __dir__() -> list[str]:
+    """What ``dir()`` shows: the public API, not the imports and helpers."""
+    from loopfuse._api import public_dir
+
+    return public_dir(globals())

@@ -18,7 +18,6 @@ loop that changes things run longer. What counts as read-only, and why: docs/she
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Iterable
 from functools import lru_cache
@@ -28,6 +27,7 @@ from loopfuse.detector._shell_programs import DEFAULT_READ_ONLY_COMMANDS
 from loopfuse.detector._shell_rules import compile_commands, line_is_read_only
 from loopfuse.detector.tools import name_words
 from loopfuse.errors import ConfigError
+from loopfuse.intent._textdepth import json_loads
 
 __all__ = [
     "COMMAND_KEYS",
@@ -231,7 +231,7 @@ def _command_of(arguments: object, depth: int) -> str | None:
             and (len(arguments) <= _MAX_JSON_ARGUMENTS)
         ):
             try:
-                parsed = json.loads(arguments)
+                parsed = json_loads(arguments)
             except (ValueError, RecursionError):
                 return arguments  # "[ -f x ] && cat x" is a command line, not JSON
             if isinstance(parsed, dict | list):

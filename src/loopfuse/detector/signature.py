@@ -7,13 +7,13 @@ results digest (:mod:`loopfuse.detector.digests`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from blake3 import blake3
 
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import canonical_json
+from loopfuse.intent._textdepth import json_loads
 
 __all__ = ["ToolCall", "batch_signature", "call_signature"]
 
@@ -77,7 +77,7 @@ class ToolCall:
 def _parse_arguments(raw: str | bytes | bytearray) -> object:
     text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8", "replace")
     try:
-        return json.loads(text)
+        return json_loads(text)  # never the stdlib's recursion on a deep text
     except (ValueError, RecursionError):
         return text
 

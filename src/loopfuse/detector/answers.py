@@ -217,6 +217,9 @@ _NORMALISERS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
 )
 
 
+_CACHED_TEXT: Final = 16_384  # answers up to this long keep their normal form a while
+
+
 def normalize_answer(text: str) -> str:
     """``text`` with incidental noise replaced by placeholders.
 
@@ -231,6 +234,19 @@ def normalize_answer(text: str) -> str:
     >>> normalize_answer("Compiling 34/120 (28%)")
     'Compiling 34/120 (28%)'
     """
+    # A proxy sees each answer again in every later request of the conversation: the
+    # normal form of a recent (not too long) answer is kept rather than made again.
+    if type(text) is str and len(text) <= _CACHED_TEXT:
+        return _normalized(text)
+    return _normalize(text)
+
+
+@lru_cache(maxsize=256)
+def _normalized(text: str) -> str:
+    return _normalize(text)
+
+
+def _normalize(text: str) -> str:
     for pattern, replacement in _NORMALISERS:
         text = pattern.sub(replacement, text)
     return text

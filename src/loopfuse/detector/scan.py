@@ -130,39 +130,66 @@ def _batch_tail(
     period = settings.max_cycle_period
     history = settings.history_len
     window = _answers_can_trip(messages, last, final, settings)
-    batches: dict[int, Batch] = {last: final}
+    # Walk back cheaply: a batch is built only when its names could make it the final
+    # batch; the replay builds the others itself, when it needs them at all.
+    wanted = sorted(final.names)
+    single = len(final.names) == 1
+    same: dict[int, Batch] = {last: final}
+    seen = 1  # batches from the final one back
+    start = last
     in_final_run = True
     cycle_possible = False
-    k = last - 1
-    while k >= 0:
+    first_name = final.names[0]
+    first_args = final.args[0]
+    for k in range(last - 1, -1, -1):
         message = messages[k]
-        if type(message) is dict:
-            role = message.get("role")
-            if role == "user" or role == "system":
-                break
-            calls = message.get("tool_calls") if role == "assistant" else None
-            if type(calls) is list and calls:
+        if type(message) is not dict:
+            continue
+        role = message.get("role")
+        if role == "tool":
+            continue
+        if role == "user" or role == "system":
+            break
+        calls = message.get("tool_calls") if role == "assistant" else None
+        if type(calls) is not list or not calls:
+            continue
+        distance = seen  # this batch is history[n - distance]
+        seen += 1
+        batch = None
+        if single:
+            # One call: a different name or arguments (==) can never be equal.
+            call = calls[0] if len(calls) == 1 else None
+            if (
+                type(call) is dict
+                and call.get("name") == first_name
+                and call.get("arguments") == first_args
+            ):
                 batch = Batch(calls)
-                distance = len(batches)  # this batch is history[n - distance]
-                if in_final_run and batch == final:
-                    if batch.names == final.names:
-                        batch = final  # one key object for the run: later compares are `is`
-                elif window or cycle_possible:
-                    in_final_run = False
-                    if distance > history:
-                        break  # older than anything the run remembers
-                else:
-                    in_final_run = False
-                    if distance > period:
-                        break  # no lap can come round to the final batch: no cycle
-                    cycle_possible = batch == final
-                batches[k] = batch
-        k -= 1
-    if window or cycle_possible:
-        start = min(batches)
-    else:
-        start = min(k for k, batch in batches.items() if batch == final)
-    return replay(messages, settings, start, batches, judge_from=last, signals_from=last)
+        elif sorted(_names(calls)) == wanted:
+            batch = Batch(calls)
+        if batch is not None and batch == final:
+            if batch.names == final.names:
+                batch = final  # one key object for the run: later compares are `is`
+            same[k] = batch
+            if in_final_run:
+                start = k
+                continue
+            cycle_possible = cycle_possible or distance <= period
+        in_final_run = False
+        if distance > (history if window or cycle_possible else period):
+            break  # older than anything the verdict depends on
+        if window or cycle_possible:
+            start = k
+    return replay(messages, settings, start, same, judge_from=last, signals_from=last)
+
+
+def _names(calls: list[Any]) -> list[str]:
+    """A batch's tool names as :class:`Batch` reads them, without building it."""
+    names = []
+    for call in calls:
+        name = call.get("name") if type(call) is dict else None
+        names.append(name if type(name) is str else "")
+    return names
 
 
 def _answers_can_trip(
@@ -196,13 +223,13 @@ def _answers_can_trip(
             calls = message.get("tool_calls") if role == "assistant" else None
             if type(calls) is list and calls:
                 before = Batch(calls)
+                if before.names != final.names:
+                    return False
                 earlier = answers_of(before, messages, k + 1, tool_run_end(messages, k + 1))
-                return (
-                    is_near(
-                        HistoryEntry(before, before.names, False, tuple(before.args)),
-                        HistoryEntry(final, final.names, False, tuple(final.args)),
-                    )
-                    and same_answers_across(earlier, answers) is True
+                # The answers first: they differ far more often than arguments are near.
+                return same_answers_across(earlier, answers) is True and is_near(
+                    HistoryEntry(before, before.names, False, tuple(before.args)),
+                    HistoryEntry(final, final.names, False, tuple(final.args)),
                 )
         k -= 1
     return False

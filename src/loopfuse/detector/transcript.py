@@ -122,7 +122,7 @@ def _normal_part(part: object) -> object:
 class BatchAnswers:
     """The tool results of one batch, each the canonical content of its tool message."""
 
-    __slots__ = ("_facts", "_normal", "_plain", "batch", "items")
+    __slots__ = ("_facts", "_key", "_normal", "_plain", "batch", "items")
 
     def __init__(self, batch: Batch, items: list[tuple[list[Any], bool]]) -> None:
         self.batch = batch
@@ -130,6 +130,7 @@ class BatchAnswers:
         self._plain: tuple[object, ...] | None = None
         self._normal: tuple[object, ...] | None = None
         self._facts: tuple[bool, bool] | None = None
+        self._key: str | None = None
 
     @property
     def facts(self) -> tuple[bool, bool]:
@@ -152,6 +153,8 @@ class BatchAnswers:
     def key(self) -> str:
         """The normalised answers alone, whatever the calls: 16 hex digits, equal to the
         ``answers`` part of a :func:`~loopfuse.detector.results_digest` of the same text."""
+        if self._key is not None:
+            return self._key
         hashes = []
         for content, _ in self.items:
             if len(content) == 1 and type(content[0]) is str:
@@ -161,7 +164,8 @@ class BatchAnswers:
                 material = b"p" + forms.encode("utf-8", "surrogatepass")
             hashes.append(blake3(material).digest(16))
         hashes.sort()
-        return blake3(b"".join(hashes)).hexdigest(length=8)
+        self._key = blake3(b"".join(hashes)).hexdigest(length=8)
+        return self._key
 
     def _forms(self, form: Callable[[object], object]) -> tuple[object, ...]:
         per_call = [

@@ -1,0 +1,118 @@
+"""Where the requests of a recorded conversation begin: one before each assistant turn.
+
+A proxy sees one request before each assistant turn, carrying the conversation so far.
+:func:`loopfuse.intent.conversation` tells, for a recorded body, where each of those
+requests cuts the body's conversation list and how much of the whole body's canonical
+intent it holds, in one walk of the body.
+
+A turn starts at:
+
+- ``messages`` bodies (OpenAI Chat, Anthropic, Ollama): each ``assistant`` message;
+- Gemini ``contents``: each ``model`` content;
+- OpenAI Responses ``input``: each run of consecutive output items (``assistant``
+  messages, ``reasoning``, ``function_call`` and every other ``*_call`` item): one
+  response.
+
+Why a cut there holds a prefix of the whole intent: the walk that builds an intent is
+one pass, left to right, whose state after ``items[:i]`` is the state of a walk of
+``items[:i]`` alone; and a cut at a turn start never splits what one canonical message
+is built from (the one item that changes a message before it, a Responses
+``function_call`` joining the assistant message it follows, belongs to a turn, and a
+turn starts after an item that is not an answer). ``tests/test_intent_turns.py``
+checks it on random bodies of every dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final, NamedTuple
+
+__all__ = ["CONVERSATION_KEYS", "Turn", "turns_of"]
+
+CONVERSATION_KEYS: Final = {
+    "openai_chat": "messages",
+    "anthropic": "messages",
+    "ollama": "messages",
+    "gemini": "contents",
+    "openai_responses": "input",
+}
+"""Where each dialect keeps the conversation that grows turn by turn."""
+
+
+class Turn(NamedTuple):
+    """One assistant turn of a recorded conversation, and the request sent before it.
+
+    The turn starts at ``conversation[start]``; the request before it is the body with
+    its conversation list cut to ``[:start]``. Its intent
+    is ``{"messages": intent["messages"][:messages], "system":
+    intent["system"][:system], "tools": intent["tools"]}`` of the whole body's intent
+    (``system`` and ``tools`` left out when empty, as always). So two requests of one
+    conversation have the same intent exactly when their ``(messages, system)`` are
+    equal. The turn's own messages (the answer the request got) are
+    ``intent["messages"][messages:end]``; ``calls`` counts its tool calls.
+    """
+
+    start: int
+    messages: int
+    system: int
+    end: int
+    calls: int
+
+
+def _chat_answer(item: object) -> bool:
+    return type(item) is dict and item.get("role") == "assistant"
+
+
+def _gemini_answer(item: object) -> bool:
+    return type(item) is dict and item.get("role") == "model"
+
+
+def _responses_answer(item: object) -> bool:
+    if type(item) is not dict:
+        return False
+    kind = item.get("type")
+    if type(kind) is str and (kind == "reasoning" or kind.endswith("_call")):
+        return True
+    return item.get("role") == "assistant"
+
+
+_ANSWERS: Final[dict[str, Callable[[object], bool]]] = {
+    "openai_chat": _chat_answer,
+    "anthropic": _chat_answer,
+    "ollama": _chat_answer,
+    "gemini": _gemini_answer,
+    "openai_responses": _responses_answer,
+}
+
+
+def turns_of(
+    dialect: str,
+    items: Sequence[object],
+    messages: Sequence[dict[str, Any]],
+    marks: Sequence[tuple[int, int]],
+) -> tuple[Turn, ...]:
+    """The turns of ``items`` (a body's conversation list, walked into ``messages``
+    with ``marks``: the messages and system parts held before each item)."""
+    is_answer = _ANSWERS[dialect]
+    runs = dialect == "openai_responses"  # one response = a run of output items
+    turns: list[Turn] = []
+    count = len(items)
+    i = 0
+    while i < count:
+        if not is_answer(items[i]):
+            i += 1
+            continue
+        end_item = i + 1
+        if runs:
+            while end_item < count and is_answer(items[end_item]):
+                end_item += 1
+        held, system = marks[i]
+        end = marks[end_item][0] if end_item < count else len(messages)
+        calls = 0
+        for message in messages[held:end]:
+            found = message.get("tool_calls") if message.get("role") == "assistant" else None
+            if type(found) is list:
+                calls += len(found)
+        turns.append(Turn(i, held, system, end, calls))
+        i = end_item
+    return tuple(turns)

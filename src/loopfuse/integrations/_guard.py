@@ -40,9 +40,11 @@ from loopfuse.integrations._decision import (
     Loop,
     Mode,
     Scanner,
+    ScanVerdict,
     _Default,
     failed_message,
 )
+from loopfuse.integrations._guard_steps import PreparedChecks
 from loopfuse.integrations._notes import add_note
 from loopfuse.integrations._options import GuardOptions, checked_options, default_detector
 from loopfuse.integrations._prepared import Prepared, prepare
@@ -58,7 +60,7 @@ _NOTES_KEPT: Final = 10_000
 _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
 
 
-class Guard:
+class Guard(PreparedChecks):
     """Breaker, detector and cache plan for one request body; shared by every integration.
 
     Args:
@@ -220,7 +222,13 @@ class Guard:
             return None
         return self.breaker.check(prepared.session, prepared.fingerprint)
 
-    def _finish(self, prepared: Prepared, counted: LoopDecision | None) -> GuardDecision:
+    def _finish(
+        self,
+        prepared: Prepared,
+        counted: LoopDecision | None,
+        verdict: ScanVerdict | None = None,
+        cache_key: RequestKey | None = None,
+    ) -> GuardDecision:
         if prepared.retry and self.breaker is not None and prepared.session is not None:
             self._report.about("retry_forgiven", "breaker", prepared, reason="a retry")
         loop: Loop | None = None
@@ -238,7 +246,8 @@ class Guard:
         if loop is None and prepared.retry_noted is not None:
             return self._note(prepared, prepared.retry_noted)  # a retry is noted like its try
         if loop is None and self.detector is not None:
-            verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
+            if verdict is None:
+                verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
             if not verdict.ok:
                 code = verdict.kind or "loop"
                 message = verdict.message or f"loopfuse: loop detected ({code})"
@@ -246,7 +255,7 @@ class Guard:
                 loop = Loop("detector", code, message, verdict.signature, verdict.count, names)
         if loop is not None:
             return self._intervene(prepared, loop)
-        return self._forward(prepared)
+        return self._forward(prepared, cache_key)
 
     def _intervene(self, prepared: Prepared, loop: Loop) -> GuardDecision:
         if self.mode == "refuse":
@@ -271,7 +280,7 @@ class Guard:
         self._report.about("loop_noted", loop.guard, prepared, loop)
         return self._decision(prepared, "note", loop, noted)
 
-    def _forward(self, prepared: Prepared) -> GuardDecision:
+    def _forward(self, prepared: Prepared, cache_key: RequestKey | None = None) -> GuardDecision:
         decision = self._decision(prepared, "forward", None)
         if self.cache is None:
             return replace(decision, cache_reason="no cache is configured")
@@ -287,7 +296,7 @@ class Guard:
         self._report.fallbacks(plan.junk, prepared.integration)
         if plan.use == "bypass":
             return replace(decision, cache_reason=plan.reason)
-        key = RequestKey.from_analysis(prepared.analysis, prepared.path)
+        key = cache_key or RequestKey.from_analysis(prepared.analysis, prepared.path)
         scoped = _cache_controls.scoped_key(key, prepared.scope, prepared.streaming, plan.namespace)
         return replace(decision, cache=plan.use, cache_key=scoped)
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from conversation_bodies import bodies
 from loopfuse import intent
 
 
@@ -147,153 +147,7 @@ def test_a_reasoning_only_response_adds_nothing_to_the_intent() -> None:
     assert [(t.start, t.messages, t.end) for t in found.turns] == [(1, 1, 1), (3, 2, 2)]
 
 
-# --- random bodies ---------------------------------------------------------------------
-
-NAMES = st.sampled_from(["ls", "bash", "edit", ""])
-TEXT = st.sampled_from(["", "hi", "a.py", "error: no such file"])
-IDS = st.sampled_from(["c1", "c2", None, 7])
-
-chat_item = st.one_of(
-    st.fixed_dictionaries({"role": st.sampled_from(["system", "developer"]), "content": TEXT}),
-    st.fixed_dictionaries({"role": st.just("user"), "content": TEXT}),
-    st.fixed_dictionaries(
-        {
-            "role": st.just("assistant"),
-            "content": st.one_of(st.none(), TEXT),
-            "tool_calls": st.lists(
-                st.fixed_dictionaries(
-                    {
-                        "id": IDS,
-                        "function": st.fixed_dictionaries(
-                            {"name": NAMES, "arguments": st.sampled_from(["{}", '{"a": 1}', "x"])}
-                        ),
-                    }
-                ),
-                max_size=2,
-            ),
-        }
-    ),
-    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": IDS, "content": TEXT}),
-    st.fixed_dictionaries(
-        {
-            "role": st.just("assistant"),
-            "content": st.lists(
-                st.one_of(
-                    st.fixed_dictionaries(
-                        {
-                            "type": st.just("tool_use"),
-                            "id": IDS,
-                            "name": NAMES,
-                            "input": st.just({}),
-                        }
-                    ),
-                    st.fixed_dictionaries({"type": st.just("text"), "text": TEXT}),
-                    st.fixed_dictionaries({"type": st.just("redacted_thinking"), "data": TEXT}),
-                ),
-                max_size=2,
-            ),
-        }
-    ),
-    st.fixed_dictionaries(
-        {
-            "role": st.just("user"),
-            "content": st.lists(
-                st.one_of(
-                    st.fixed_dictionaries(
-                        {"type": st.just("tool_result"), "tool_use_id": IDS, "content": TEXT}
-                    ),
-                    st.fixed_dictionaries({"type": st.just("text"), "text": TEXT}),
-                ),
-                max_size=3,
-            ),
-        }
-    ),
-    st.fixed_dictionaries({"role": st.sampled_from(["function", "odd", 5]), "content": TEXT}),
-    st.sampled_from([None, 3, "junk", []]),
-)
-
-gemini_item = st.one_of(
-    st.fixed_dictionaries(
-        {
-            "role": st.sampled_from(["user", "model", "function", "tool", "odd"]),
-            "parts": st.lists(
-                st.one_of(
-                    st.fixed_dictionaries({"text": TEXT}),
-                    st.fixed_dictionaries({"text": TEXT, "thought": st.just(True)}),
-                    st.fixed_dictionaries(
-                        {
-                            "functionCall": st.fixed_dictionaries(
-                                {"name": NAMES, "args": st.just({})}
-                            )
-                        }
-                    ),
-                    st.fixed_dictionaries(
-                        {
-                            "functionResponse": st.fixed_dictionaries(
-                                {"name": NAMES, "response": st.just({"r": 1})}
-                            )
-                        }
-                    ),
-                    st.fixed_dictionaries({"thoughtSignature": TEXT}),
-                ),
-                max_size=3,
-            ),
-        }
-    ),
-    st.sampled_from([None, "junk", {"parts": []}]),
-)
-
-responses_item = st.one_of(
-    st.fixed_dictionaries(
-        {"role": st.sampled_from(["user", "assistant", "system", "developer"]), "content": TEXT}
-    ),
-    st.fixed_dictionaries(
-        {
-            "type": st.just("message"),
-            "role": st.sampled_from(["user", "assistant"]),
-            "content": TEXT,
-        }
-    ),
-    st.fixed_dictionaries({"type": st.just("reasoning"), "encrypted_content": TEXT}),
-    st.fixed_dictionaries(
-        {
-            "type": st.sampled_from(["function_call", "custom_tool_call"]),
-            "call_id": IDS,
-            "name": NAMES,
-            "arguments": st.sampled_from(["{}", '{"a": 1}']),
-        }
-    ),
-    st.fixed_dictionaries(
-        {
-            "type": st.sampled_from(["function_call_output", "custom_tool_call_output"]),
-            "call_id": IDS,
-            "output": TEXT,
-        }
-    ),
-    st.fixed_dictionaries({"type": st.sampled_from(["web_search_call", "item_reference"])}),
-    st.sampled_from([None, "junk"]),
-)
-
-bodies = st.one_of(
-    st.builds(lambda items: {"model": "m", "messages": items}, st.lists(chat_item, max_size=14)),
-    st.builds(
-        lambda items: {"system": "s", "tools": [{"name": "ls"}], "messages": items},
-        st.lists(chat_item, max_size=14),
-    ),
-    st.builds(
-        lambda items: {"model": "m", "keep_alive": "5m", "messages": items},
-        st.lists(chat_item, max_size=10),
-    ),
-    st.builds(
-        lambda items: {"contents": items, "systemInstruction": {"parts": [{"text": "be nice"}]}},
-        st.lists(gemini_item, max_size=14),
-    ),
-    st.builds(
-        lambda items: {"model": "m", "instructions": "be brief", "input": items},
-        st.lists(responses_item, max_size=14),
-    ),
-    st.builds(lambda items: {"model": "m", "input": items}, st.lists(responses_item, max_size=14)),
-)
+# --- random bodies (tests/conversation_bodies.py) ----------------------------------
 
 
 @settings(max_examples=400, deadline=None)

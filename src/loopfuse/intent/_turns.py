@@ -48,11 +48,13 @@ class Turn(NamedTuple):
     intent["system"][:system], "tools": intent["tools"]}`` of the whole body's intent
     (``system`` and ``tools`` left out when empty, as always). So two requests of one
     conversation have the same intent exactly when their ``(messages, system)`` are
-    equal. The turn's own messages (the answer the request got) are
+    equal. The turn's own items are ``conversation[start:stop]`` (one, except for a
+    Responses run), its messages (the answer the request got)
     ``intent["messages"][messages:end]``; ``calls`` counts its tool calls.
     """
 
     start: int
+    stop: int
     messages: int
     system: int
     end: int
@@ -113,6 +115,6 @@ def turns_of(
             found = message.get("tool_calls") if message.get("role") == "assistant" else None
             if type(found) is list:
                 calls += len(found)
-        turns.append(Turn(i, held, system, end, calls))
+        turns.append(Turn(i, end_item, held, system, end, calls))
         i = end_item
     return tuple(turns)

@@ -119,7 +119,7 @@ class Option:
 
 
 OPTIONS: Final = (
-    Option("guards", "names", "guards to run (default: all three)", "scan", GUARDS),
+    Option("guards", "names", "guards to run", "scan", GUARDS),
     Option("window", "seconds", "breaker: sliding window, seconds", "breaker"),
     Option("max_repeats", "int", "breaker: identical requests a window may hold", "breaker"),
     Option("max_strikes", "int?", "identical batches allowed in a row (none: off)", "detector"),

@@ -57,7 +57,8 @@ from loopfuse.cli.findings import (
     turn_names,
     undescribed,
 )
-from loopfuse.cli.readers import BadLine, InputError, Log, Source, entry_problem, not_a_request
+from loopfuse.cli.loglines import BadLine, entry_problem, not_a_request
+from loopfuse.cli.readers import InputError, Log, Source
 from loopfuse.cli.results import FileResult, Step
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
 from loopfuse.detector import LoopDetector, Replay, Verdict

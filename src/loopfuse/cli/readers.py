@@ -39,32 +39,36 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
-from loopfuse import intent
+from loopfuse.cli.loglines import (
+    CONVERSATION_KEYS,
+    BadLine,
+    LineProblem,
+    LogEntry,
+    entry_of,
+    is_wrapper,
+    json_type,
+    not_a_request,
+    read_lines,
+)
 from loopfuse.errors import LoopfuseError
 
 __all__ = [
-    "CONVERSATION_KEYS",
     "LOG_SUFFIXES",
     "MAX_FILE_BYTES",
     "SCAN_SUFFIXES",
     "STDIN",
     "TRAJECTORY_KEYS",
-    "BadLine",
     "InputError",
     "Log",
-    "LogEntry",
     "Source",
     "Transcript",
     "collect",
-    "entry_problem",
-    "not_a_request",
     "read_bytes",
     "read_path",
 ]
@@ -94,12 +98,8 @@ TRAJECTORY_KEYS: Final = frozenset(
 )
 """Top-level keys that mark a ``{"messages": [...]}`` document as a recorded trajectory."""
 
-CONVERSATION_KEYS: Final = ("messages", "contents", "input")
-"""Top-level keys that hold a conversation in some dialect."""
-
 STDIN: Final = "-"
 
-_WRAPPER_KEYS: Final = frozenset({"session", "path", "time", "status", "usage", "response", "body"})
 _META_SHOWN: Final = ("outcome", "exit_reason", "agent", "model", "task")
 
 
@@ -124,32 +124,6 @@ class Transcript:
     kind: str
     body: dict[str, Any]
     meta: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class LogEntry:
-    """One request of a log. ``body`` is the line's bytes when the line is a bare body
-    (the guard parses it, once), else the entry's parsed ``body``; ``session``,
-    ``path``, ``time``, ``status`` and ``usage`` are ``None`` when the line has none.
-    ``offset`` is how far into the file the line ends (for progress)."""
-
-    line: int
-    body: object
-    offset: int
-    session: str | None = None
-    path: str | None = None
-    time: float | None = None
-    status: int | None = None
-    usage: object = None
-
-
-@dataclass(frozen=True, slots=True)
-class BadLine:
-    """A line of a log that is not a request: reported, skipped."""
-
-    line: int
-    problem: str
-    offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +185,7 @@ def read_path(path: Path) -> Source:
         if path.suffix.lower() in LOG_SUFFIXES:
             with path.open("rb") as handle:
                 _check_start(name, handle.read(8192), size)
-            return Log(name, size, lambda: _lines(path.open("rb")))
+            return Log(name, size, lambda: read_lines(path.open("rb")))
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(name, "no such file or folder") from None
@@ -238,14 +212,17 @@ def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:
         raise InputError(name, "JSON nested too deeply") from None
     except ValueError as exc:  # e.g. an integer over the int/str digit limit
         raise InputError(name, f"not valid JSON: {exc}") from None
-    if isinstance(value, dict) and _is_wrapper(value):
-        entry = _entry(1, value, len(data))
+    if isinstance(value, dict) and is_wrapper(value):
+        try:
+            entry = entry_of(1, value, len(data))
+        except LineProblem as exc:
+            raise InputError(name, f"line 1: {exc}") from None
         return Log(name, len(data), lambda: iter([entry]))
     return _transcript(name, value)
 
 
 def _log_of(name: str, data: bytes) -> Log:
-    return Log(name, len(data), lambda: _lines(io.BytesIO(data)))
+    return Log(name, len(data), lambda: read_lines(io.BytesIO(data)))
 
 
 def _check_start(name: str, head: bytes, size: int) -> None:
@@ -280,7 +257,7 @@ def _transcript(name: str, value: object) -> Transcript:
     if not isinstance(value, dict):
         raise InputError(
             name,
-            f"expected a JSON object (a request body or a trajectory), got {_type(value)}",
+            f"expected a JSON object (a request body or a trajectory), got {json_type(value)}",
         )
     if isinstance(value.get("messages"), list) and TRAJECTORY_KEYS & value.keys():
         body = {key: item for key, item in value.items() if key not in TRAJECTORY_KEYS}
@@ -293,122 +270,3 @@ def _transcript(name: str, value: object) -> Transcript:
     if not any(key in value for key in CONVERSATION_KEYS):
         raise InputError(name, not_a_request(value))
     return Transcript(name, "request", value)
-
-
-def not_a_request(value: dict[str, Any]) -> str:
-    """Why a JSON object is not an LLM request, for an error message."""
-    keys = ", ".join(sorted(str(key) for key in value)[:8]) or "none"
-    if any(key in value for key in CONVERSATION_KEYS):
-        return f"not an LLM request of a known dialect (keys: {keys})"
-    return f"JSON, but not an LLM request, a trajectory or a log entry (keys: {keys})"
-
-
-def _type(value: object) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
-
-
-def _is_wrapper(value: dict[str, Any]) -> bool:
-    return "body" in value and not any(key in value for key in CONVERSATION_KEYS)
-
-
-def _lines(handle: IO[bytes]) -> Iterator[LogEntry | BadLine]:
-    """Each line of a log, read one at a time: memory holds one line, not the file."""
-    with handle:
-        offset = 0
-        for number, raw in enumerate(handle, start=1):
-            offset += len(raw)
-            line = raw.strip()
-            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]  # a UTF-8 byte order mark
-            if not line:
-                continue
-            if b'"body"' not in line and line.startswith(b"{"):
-                # Not a proxy-log entry: a bare body, handed to the guard as bytes (one
-                # parse). A line that turns out not to be a request is diagnosed then.
-                yield LogEntry(number, line, offset)
-                continue
-            try:
-                yield _entry(number, _parse_line(line), offset)
-            except InputError as exc:
-                yield BadLine(number, exc.problem, offset)
-
-
-def _parse_line(line: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(line)
-    except UnicodeDecodeError as exc:
-        raise InputError("", f"not UTF-8 text (byte 0x{line[exc.start]:02x})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError("", f"not valid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise InputError("", "JSON nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer over the int/str digit limit
-        raise InputError("", f"not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise InputError("", f"expected a JSON object, got {_type(value)}")
-    return value
-
-
-def entry_problem(body: object) -> str | None:
-    """Why the body of a log entry the guard could not read is not a request; ``None``
-    when it is one nested deeper than loopfuse reads (it then goes through unchecked)."""
-    if isinstance(body, str):
-        return "body is not the JSON text of an LLM request"
-    if isinstance(body, bytes):
-        try:
-            body = _parse_line(body)
-        except InputError as exc:
-            return exc.problem
-    if not isinstance(body, dict):
-        return f"expected a JSON object, got {_type(body)}"
-    if any(key in body for key in CONVERSATION_KEYS) and intent.parse(body) is None:
-        return None
-    return not_a_request(body)
-
-
-def _entry(number: int, value: dict[str, Any], offset: int) -> LogEntry:
-    if not _is_wrapper(value):
-        return LogEntry(number, value, offset)
-    unknown = sorted(str(key) for key in value.keys() - _WRAPPER_KEYS)
-    if unknown:
-        raise InputError("", f"unknown keys in a log entry: {', '.join(unknown)}")
-    body = value["body"]
-    if not isinstance(body, dict | str):
-        raise InputError("", "body must be an object or JSON text")
-    status = value.get("status")
-    if status is not None and not (isinstance(status, int) and 100 <= status <= 599):
-        raise InputError("", f"status must be an HTTP status code, got {status!r}"[:200])
-    return LogEntry(
-        number,
-        body,
-        offset,
-        session=_session(value.get("session")),
-        path=_optional_str("path", value.get("path")),
-        time=_time(value.get("time")),
-        status=status,
-        usage=value.get("usage", value.get("response")),
-    )
-
-
-def _session(value: object) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise InputError("", f"session must be a string, got {value!r}"[:200])
-
-
-def _optional_str(key: str, value: object) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise InputError("", f"{key} must be a string, got {value!r}"[:200])
-
-
-def _time(value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    raise InputError("", f"time must be a number of seconds, got {value!r}"[:200])

@@ -254,3 +254,17 @@ def test_the_table_filters_and_sorts_from_the_address(
     assert 'aria-sort="descending"' in body
     dom, _ = browse(page, tmp_path / "profile", "#filter=a-loop")
     assert "1 of 3 runs shown" in dom
+
+
+def test_a_retry_storm_timeline_shows_the_requests_since_the_first_send(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--format", "html"]) == 0
+    page = capsys.readouterr().out
+    parse(page)
+    article = page[page.index("retry_storm.jsonl</code>") :]
+    svg = article[article.index("<svg") : article.index("</svg>")]
+    assert svg.count("<title>line ") == 10  # one mark per request of the log
+    assert svg.count("(not spent)</title>") == 6  # 4 answered from the cache, 2 refused
+    assert '<rect class="loop"' in svg  # since the request was first sent, in its session
+    assert "the guard acts here, line 3" in svg

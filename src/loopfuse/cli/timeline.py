@@ -74,21 +74,24 @@ class Palette:
         return self.classes.get(name, "to")
 
 
-def _marks(result: FileResult) -> list[tuple[int, str | None, bool]]:
-    """``(position, tool or None, not spent)`` for each mark, in order."""
-    marks: list[tuple[int, str | None, bool]] = []
+_Mark = tuple[int, str, str | None, bool]  # position, session, tool or None, not spent
+
+
+def _marks(result: FileResult) -> list[_Mark]:
+    """A mark per tool call (or per request without one), in order."""
+    marks: list[_Mark] = []
     for step in result.steps:
         unspent = step.action in ("refuse", "hit")
         for name in step.calls or (None,):
-            marks.append((step.position, name, unspent))
+            marks.append((step.position, step.session, name, unspent))
     if len(marks) <= MAX_MARKS:
         return marks
     size = math.ceil(len(marks) / MAX_MARKS)
     binned = []
     for start in range(0, len(marks), size):
         chunk = marks[start : start + size]
-        tools = Counter(name for _, name, _ in chunk)
-        binned.append((chunk[0][0], tools.most_common(1)[0][0], any(u for _, _, u in chunk)))
+        tool = Counter(mark[2] for mark in chunk).most_common(1)[0][0]
+        binned.append((chunk[0][0], chunk[0][1], tool, any(mark[3] for mark in chunk)))
     return binned
 
 
@@ -130,13 +133,16 @@ def timeline_svg(result: FileResult, palette: Palette) -> str:
     if not marks:
         return ""
     unit = "turn" if result.kind != "log" else "line"
-    positions = [position for position, _, _ in marks]
+    positions = [mark[0] for mark in marks]
     loops = [False] * len(marks)
     firsts: dict[int, str] = {}
     for finding in result.findings:
-        start = finding.loop_from if finding.loop_from is not None else finding.first
-        for i, position in enumerate(positions):
-            if start <= position < finding.first:
+        # The repeated stretch: what the detector counted, or since the same request
+        # was first sent (the breaker and the cache), in the finding's session.
+        start = finding.loop_from if finding.loop_from is not None else finding.same_as
+        start = finding.first if start is None else start
+        for i, (position, session, _, _) in enumerate(marks):
+            if start <= position < finding.first and session == finding.session:
                 loops[i] = True
         firsts.setdefault(finding.first, f"{finding.guard}: {finding.kind}")
     grid = _Grid(len(marks))
@@ -152,7 +158,7 @@ def timeline_svg(result: FileResult, palette: Palette) -> str:
         _, y = grid.xy(row * grid.per_row)
         start = positions[row * grid.per_row]
         out.append(f'<text class="row" x="2" y="{y + _MARK + 3}">{unit} {start:,}</text>')
-    for i, (position, name, unspent) in enumerate(marks):
+    for i, (position, _, name, unspent) in enumerate(marks):
         x, y = grid.xy(i)
         tall = _MARK + 8 if name is not None else _MARK
         title = f"{unit} {position:,}: {name if name is not None else 'no tool call'}"
@@ -162,7 +168,7 @@ def timeline_svg(result: FileResult, palette: Palette) -> str:
             f'<rect class="{palette.of(name)}" x="{x}" y="{y + 14 - tall}" width="{grid.mark}" '
             f'height="{tall}"><title>{esc(title)}</title></rect>'
         )
-    out += grid.bands([u for _, _, u in marks], "unspent")
+    out += grid.bands([mark[3] for mark in marks], "unspent")
     seen: set[int] = set()
     for i, position in enumerate(positions):
         if position in firsts and position not in seen:

@@ -74,7 +74,8 @@ __all__ = [
 ]
 
 MAX_FILE_BYTES: Final = 256 * 1024 * 1024
-"""Files larger than this are refused (a log is read line by line, a JSON document whole)."""
+"""A JSON document (read whole) larger than this is refused; a ``.jsonl``/``.ndjson`` log
+is read line by line, whatever its size."""
 
 SCAN_SUFFIXES: Final = (".json", ".jsonl", ".ndjson", ".traj")
 """The files a folder scan picks up (any file named on the command line is read)."""
@@ -179,9 +180,11 @@ def read_path(path: Path) -> Source:
     name = str(path)
     try:
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
+        if path.suffix.lower() not in LOG_SUFFIXES and size > MAX_FILE_BYTES:
             limit = MAX_FILE_BYTES // (1024 * 1024)
-            raise InputError(name, f"too large ({size:,} bytes; the limit is {limit} MiB)")
+            raise InputError(
+                name, f"too large ({size:,} bytes; the limit is {limit} MiB, or name it .jsonl)"
+            )
         if path.suffix.lower() in LOG_SUFFIXES:
             with path.open("rb") as handle:
                 _check_start(name, handle.read(8192), size)

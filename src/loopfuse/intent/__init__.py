@@ -77,7 +77,7 @@ from loopfuse.intent._json import (
 from loopfuse.intent._native import c_extension_available
 from loopfuse.intent._parts import SHORT_ARGUMENTS, Walk, parse_argument_string
 from loopfuse.intent._responses import responses_intent
-from loopfuse.intent._turns import CONVERSATION_KEYS, Turn, turns_of
+from loopfuse.intent._turns import Conversation, Turn, conversation
 
 __all__ = [
     "DIALECTS",
@@ -283,62 +283,6 @@ def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
         keyed = {name: field for name, field in value.items() if name not in ignored}
         key_dialect = _dialect_of(keyed, walk)
     return Analysis(value, dialect, canon, intent, key_dialect, ignored)
-
-
-class Conversation(NamedTuple):
-    """A recorded conversation, turn by turn (see :func:`conversation`)."""
-
-    dialect: str
-    key: str
-    """Where the body keeps the conversation: ``messages``, ``contents`` or ``input``."""
-    intent: dict[str, Any]
-    """The canonical intent of the whole body (what :func:`extract_intent` returns)."""
-    turns: tuple[Turn, ...]
-
-
-def conversation(body: object) -> Conversation | None:
-    """The assistant turns of the conversation in ``body``, with the request before each.
-
-    A proxy sees one request before each assistant turn; each :class:`Turn` says where
-    that request cuts the conversation list and which part of the whole intent it holds,
-    so a recorded run can be replayed request by request in one walk (see
-    ``_turns.py`` for the turn of each dialect). ``None`` when ``body`` is not an LLM
-    request with a conversation list (a Responses ``input`` string has none). Never
-    raises on ``bytes``/``str``.
-
-    >>> call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
-    >>> body = {"model": "m", "messages": [
-    ...     {"role": "system", "content": "Be terse."},
-    ...     {"role": "user", "content": "List files."},
-    ...     {"role": "assistant", "content": None, "tool_calls": [call]},
-    ...     {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
-    ...     {"role": "assistant", "content": "a.py"}]}
-    >>> found = conversation(body)
-    >>> found.dialect, found.key, [(t.start, t.messages, t.system, t.calls) for t in found.turns]
-    ('openai_chat', 'messages', [(2, 1, 1, 1), (4, 3, 1, 0)])
-    >>> cut = extract_intent({**body, "messages": body["messages"][:4]})
-    >>> cut["messages"] == found.intent["messages"][:3]
-    True
-    """
-    value = load(body)
-    if not isinstance(value, dict):
-        return None
-    marks: list[tuple[int, int]] = []
-    walk = Walk(marks=marks)
-    if isinstance(value.get("messages"), list):
-        found = chat_intent(value, walk)  # the Python walk: only it keeps marks
-    elif isinstance(value.get("contents"), list):
-        found = gemini_intent(value, walk)
-    elif isinstance(value.get("input"), list):
-        found = responses_intent(value, walk)
-    else:
-        return None
-    dialect = _dialect_of(value, walk)
-    if dialect is None:
-        return None
-    key = CONVERSATION_KEYS[dialect]
-    turns = turns_of(dialect, value[key], found["messages"], marks)
-    return Conversation(dialect, key, found, turns)
 
 
 def fingerprint_canonical(canonical: bytes, path: str = "") -> int:

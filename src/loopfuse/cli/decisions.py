@@ -357,7 +357,7 @@ def _scan_one(run: _Run, name: str, body: dict[str, Any]) -> None:
     if prepared is None or prepared.analysis.parsed_intent is None:
         if entry_problem(body) is not None:
             raise InputError(name, not_a_request(body))
-        run.result.dialect = "unreadable"
+        run.result.dialect = "unparsed"
         run.unchecked(_Request(1, 0, "default", tokens, undescribed))
         return
     run.result.dialect = prepared.dialect

@@ -34,11 +34,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scan import build_turns, openai_body  # noqa: E402
-
-from loopfuse.cli.config import Settings  # noqa: E402
-from loopfuse.cli.decisions import scan_source  # noqa: E402
-from loopfuse.cli.readers import read_path  # noqa: E402
+from bench_scan import build_turns, openai_body
+from loopfuse.cli.config import Settings
+from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.readers import read_path
 
 
 def write_trajectory(folder: Path, turns: int) -> Path:

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from conftest import json_backend as using
 from loopfuse import LoopBreaker, LoopDecision, RequestKey, Verdict, intent, scan
+from loopfuse.cli.config import Settings
+from loopfuse.cli.decisions import scan_source
 from loopfuse.cli.readers import InputError, read_bytes
 from loopfuse.errors import InvalidInputError, LoopfuseError
 from loopfuse.intent import _json as json_impl
@@ -98,11 +100,16 @@ def check_body(body: bytes | str, path: str = "") -> tuple[object, ...]:
 
 
 def reader_error(name: str, data: bytes, as_log: bool) -> InputError | None:
-    """The CLI reader's ``InputError`` for ``data``, or ``None`` when it read it."""
+    """The CLI's ``InputError`` for ``data`` (read, then replayed: a log is read line by
+    line as it is replayed), or ``None`` when every request in it was replayed. A bad
+    line of a log that also holds requests is a problem naming its line."""
     try:
-        read_bytes(name, data, log=as_log)
+        source = read_bytes(name, data, log=as_log)
+        _, problems = scan_source(source, Settings())
     except InputError as exc:
         return exc
+    if problems:
+        return InputError(name, problems[0])
     return None
 
 

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from loopfuse import RequestKey, intent, scan
+from loopfuse.cli.config import Settings
+from loopfuse.cli.decisions import scan_source
 from loopfuse.cli.readers import InputError, read_bytes
 from loopfuse.dedup.request import request_material
 from loopfuse.intent import _INTENT_DEPTH_SLACK, _json, _native
@@ -102,7 +104,8 @@ def _cli(data: bytes) -> object:
         source = read_bytes("probe.json", data)
     except InputError as error:
         return ["InputError", str(error)]
-    return [type(source).__name__, getattr(source, "dialect", None)]
+    # The reader keeps file formats; the dialect is what the scan of it found.
+    return [type(source).__name__, scan_source(source, Settings())[0].dialect]
 
 
 def _extract(data: bytes) -> object:

@@ -54,9 +54,10 @@ def test_scanning_the_corpus_folder_finishes_and_matches_a_live_detector(
         ]
         acted = [
             turn
-            for item in result["interventions"]
-            if item["guard"] == "detector"
-            for turn in range(item["first"], item["last"] + 1)
+            for finding in result["findings"]
+            for span in finding["spans"]
+            if span["guard"] == "detector"
+            for turn in range(span["first"], span["last"] + 1)
         ]
         assert sorted(acted) == flagged, result["name"]
         assert result["requests"] == len(assistant_turns(data["messages"]))

@@ -82,7 +82,7 @@ def test_unusable_file_is_one_line_exit_2(
     code, out, err = run(capsys, "scan", str(path))
     assert code == 2
     assert_one_error(err, str(path), problem)
-    assert "0 clean, 0 with interventions, 1 unreadable" in out
+    assert "0 clean, 0 flagged, 1 unreadable" in out
 
 
 @pytest.mark.parametrize(
@@ -134,14 +134,23 @@ def test_folder_with_one_broken_file_scans_the_others(
     write(folder / "notes.md", "not scanned: not a .json file")
     write(folder / ".hidden.json", "not scanned: hidden")
     code, out, err = run(capsys, "scan", str(folder))
-    assert code == 2  # an unreadable file wins over interventions found
+    assert code == 1  # a loop found is never hidden by an unreadable file
     assert_one_error(err, "a_broken.json", "not valid JSON")
     assert "b_loop.json" in out
-    assert "c_clean.json" in out
-    assert "detector  repeat" in out
+    assert "c_clean.json" not in out  # clean runs are counted, not listed
+    assert "repeat" in out
     assert "notes.md" not in out + err
     assert ".hidden" not in out + err
-    assert "3 scanned: 1 clean, 1 with interventions, 1 unreadable" in out
+    assert "3 scanned: 1 clean, 1 flagged, 1 unreadable" in out
+    code, out, err = run(capsys, "scan", str(folder), "--verbose")
+    assert code == 1
+    assert "c_clean.json" in out
+    assert "c_clean.json\n  request, openai_chat, 1 request: clean" in out
+    # Without the loop, the unreadable file decides: 2.
+    (folder / "nested" / "b_loop.json").unlink()
+    code, out, err = run(capsys, "scan", str(folder))
+    assert code == 2
+    assert_one_error(err, "a_broken.json", "not valid JSON")
 
 
 def test_folder_with_nothing_to_scan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,7 +165,8 @@ def test_every_bad_file_gets_its_own_line(
 ) -> None:
     bad = [write(tmp_path / f"bad{i}.json", "{") for i in range(3)]
     good = write(tmp_path / "good.json", chat(user("hi")))
-    code, out, err = run(capsys, "scan", *map(str, bad), str(good), str(tmp_path / "gone"))
+    paths = [*map(str, bad), str(good), str(tmp_path / "gone")]
+    code, out, err = run(capsys, "scan", *paths, "--verbose")
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 4
@@ -199,7 +209,7 @@ def test_two_json_values_in_a_json_file_are_a_log(
     code, out, _ = run(capsys, "scan", str(path))
     assert code == 1
     assert "log, openai_chat, 3 requests" in out
-    assert "dedup     cache-hit" in out
+    assert "answered from the cache lines 2-3" in out
 
 
 def test_pretty_json_followed_by_junk_is_a_json_error(
@@ -211,7 +221,7 @@ def test_pretty_json_followed_by_junk_is_a_json_error(
     assert_one_error(err, str(path), "not valid JSON: Extra data")
 
 
-def test_body_nested_past_the_intent_limit_is_scanned_as_raw_bytes(
+def test_body_nested_past_the_intent_limit_goes_through_unchecked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     deep: object = "x"
@@ -221,7 +231,12 @@ def test_body_nested_past_the_intent_limit_is_scanned_as_raw_bytes(
     path = write(tmp_path / "deep.json", body)
     code, out, err = run(capsys, "scan", str(path))
     assert (code, err) == (0, "")
-    assert "1 request" in out  # not split into turns: the guards see the bytes
+    # Not split into turns: a deployed guard cannot read it either, and lets it through.
+    assert "1 replayed (1 not checked" in out
+    log = write(tmp_path / "deep.jsonl", json.dumps(body) + "\n" + json.dumps(chat(user("x"))))
+    code, out, err = run(capsys, "scan", str(log))
+    assert (code, err) == (0, "")
+    assert "2 replayed (1 not checked" in out
 
 
 def test_deep_junk_that_is_not_a_request_is_still_refused(
@@ -279,3 +294,28 @@ def test_help_and_version_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--version")
     assert code == 0
     assert out.startswith("loopfuse ")
+
+
+def test_a_bad_line_in_a_log_is_reported_and_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = json.dumps({"session": "s", "body": chat(user("again"))})
+    lines = [body] * 4 + ["{truncated"] + [body] * 4 + ['{"no": "request"}']
+    path = write(tmp_path / "proxy.jsonl", "\n".join(lines) + "\n")
+    code, out, err = run(capsys, "scan", str(path))
+    assert code == 1  # the storm around the bad lines is still found
+    errors = err.strip().splitlines()
+    assert len(errors) == 2
+    assert "proxy.jsonl: line 5: not valid JSON" in errors[0]
+    assert "proxy.jsonl: line 10: JSON, but not an LLM request" in errors[1]
+    assert "log, openai_chat, 8 requests, 2 lines skipped (not requests)" in out
+
+
+def test_many_bad_lines_are_summed_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [json.dumps(chat(user("hi")))] + ["{oops"] * 30
+    path = write(tmp_path / "proxy.jsonl", "\n".join(lines) + "\n")
+    code, _, err = run(capsys, "scan", str(path))
+    assert code == 2
+    errors = err.strip().splitlines()
+    assert len(errors) == 6
+    assert errors[-1].endswith("proxy.jsonl: 25 more lines that are not requests")

@@ -55,11 +55,34 @@ def test_text_fits_80_columns_and_has_no_colour_off_a_tty(
     assert not ANSI.search(out)
     too_wide = [line for line in out.splitlines() if len(line) > 80]
     assert not too_wide, too_wide
-    assert "detector  repeat, count" in out
-    assert "model told: Loop detected" in out
-    assert out.count(": clean") == 2
-    assert "4 scanned: 2 clean, 2 with interventions" in out
+    assert "repeat: 3 in a row, up to 7" in out
+    assert out.count(": clean") == 0  # clean runs are counted, not listed
+    assert "4 scanned: 2 clean, 2 flagged" in out
     assert "flagged 2 of 2 failed" in out
+    # Flagged runs first, then the summary, then the flagged files.
+    flagged = [files[0], files[2]]
+    summary = out.index("\nSummary\n")
+    assert all(out.index(name[-40:]) < summary for name in flagged)
+    listed = out[out.index("Flagged files (2)") :].splitlines()[1:]
+    assert [line.strip()[-40:] for line in listed] == [name[-40:] for name in flagged]
+    assert main(["scan", *files, "--verbose"]) == 1
+    out = capsys.readouterr().out
+    assert out.count(": clean") == 2
+    assert "model told: Loop detected" in out
+    assert not [line for line in out.splitlines() if len(line) > 80]
+
+
+def test_each_finding_says_where_what_and_what_was_not_spent(
+    files: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["scan", files[2]]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    [head] = [i for i, line in enumerate(lines) if line.startswith("  turn ")]
+    assert lines[head] == "  turn 5 (message 9)  error_streak then repeat: 4 in a row, up to 8"
+    assert lines[head + 1].startswith('      read_file {"command":"make --verbose --verbose')
+    assert lines[head + 2] == "      answer: error: " + "x" * 56 + "..."
+    assert lines[head + 3].startswith("      refused turn 5 (error_streak), turns 6-9 (repeat):")
+    assert "5 tool calls, ~" in lines[head + 3] + lines[head + 4]
 
 
 def test_colour_when_asked_or_on_a_tty(
@@ -83,6 +106,7 @@ def test_colour_when_asked_or_on_a_tty(
 def test_progress_bar_only_on_a_tty_and_for_many_files(
     files: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setattr("loopfuse.cli.progress.PATIENCE", 1e9)  # few files: never
     tty = TTY()
     monkeypatch.setattr("sys.stderr", tty)
     assert main(["scan", *files]) == 1
@@ -104,10 +128,29 @@ def test_progress_bar_only_on_a_tty_and_for_many_files(
     assert capsys.readouterr().err == ""
 
 
+def test_progress_for_one_long_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("loopfuse.cli.progress.PATIENCE", 0.0)  # "long" from the start
+    monkeypatch.setattr("loopfuse.cli.progress._REDRAW", 0.0)
+    path = tmp_path / "proxy.jsonl"
+    path.write_text("".join(json.dumps(clean()) + "\n" for _ in range(50)), encoding="utf-8")
+    tty = TTY()
+    monkeypatch.setattr("sys.stderr", tty)
+    assert main(["scan", str(path)]) == 1
+    drawn = tty.getvalue().split("\r")
+    assert any("1/1 50% " in frame for frame in drawn)
+    assert all(len(frame) <= 80 for frame in drawn)
+    assert tty.getvalue().endswith("\r")  # erased at the end
+    tty = TTY()
+    monkeypatch.setattr("sys.stderr", tty)
+    assert main(["scan", str(path), "--no-progress"]) == 1
+    assert tty.getvalue() == ""
+
+
 def test_json_report(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(["scan", *files, str(Path(files[0]).parent / "missing.json"), "--format", "json"]) == 2
-    )
+    missing = str(Path(files[0]).parent / "missing.json")
+    assert main(["scan", *files, missing, "--format", "json"]) == 1  # a loop: 1, whatever else
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert [f["name"] for f in report["files"]] == files
@@ -119,24 +162,63 @@ def test_json_report(files: list[str], capsys: pytest.CaptureFixture[str]) -> No
     assert first["kind"] == "trajectory"
     assert first["meta"] == {"outcome": "failed", "exit_reason": "max_steps", "model": "m"}
     assert first["requests"] == 8
-    assert first["interventions"][0]["guard"] == "detector"
+    assert first["findings"][0]["guard"] == "detector"
+    assert first["findings"][0]["spans"][-1]["kind"] == "repeat"
     summary = report["summary"]
     assert summary["files"] == 5
     assert summary["errors"] == 1
     assert summary["found"] is True
     assert summary["outcomes"] == {"failed": [2, 2]}
     assert summary["spared_requests"] == sum(f["spared_requests"] for f in report["files"])
+    assert summary["spared_tokens_in"] == sum(f["spared_tokens_in"] for f in report["files"])
+    assert summary["cost"] is None
 
 
 def test_markdown_report(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scan", *files, "--format", "markdown"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("# loopfuse scan\n")
-    assert "| file | kind | requests | result |" in out
-    assert "| turns | guard | kind | count | what | model told |" in out
-    assert "## Summary" in out
+    assert out.index("| files | 4 scanned: 2 clean, 2 flagged |") < out.index("## Flagged runs (2)")
+    assert "| where | what | repeated | not spent |" in out
     rows = [line for line in out.splitlines() if line.startswith("| ")]
-    assert all(line.count(" | ") >= 3 for line in rows)
+    assert all(line.count(" | ") >= 1 for line in rows)
+    assert "clean" not in out.split("## Flagged runs")[1]  # clean runs are only counted
+
+
+def test_markdown_stays_under_60000_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i in range(400):
+        (folder / f"run-{i:03}.json").write_text(json.dumps(looping(9)), encoding="utf-8")
+    assert main(["scan", str(folder), "--format", "markdown"]) == 1
+    out = capsys.readouterr().out
+    assert len(out) <= 60_000
+    assert out.index("| files | 400 scanned: 0 clean, 400 flagged |") < out.index("## Flagged")
+    shown = out.count("\n### ")
+    assert 10 < shown < 400
+    assert f"_{400 - shown} flagged runs left out to keep this report under 60,000" in out
+
+
+def test_markdown_cannot_be_broken_out_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = looping(8, name="x`|<img src=x onerror=alert(1)>\n# heading", command="`rm` | *b*")
+    path = tmp_path / "`evil`|<b>.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["scan", str(path), "--format", "markdown"]) == 1
+    out = capsys.readouterr().out
+    spans = re.findall(r"`[^`]*`", out)
+    outside = re.sub(r"`[^`]*`", "", out)
+    assert "<img" not in outside
+    assert "<b>" not in outside  # run text only inside code spans
+    assert any("<img src=x onerror=alert(1)>" in span for span in spans)
+    assert "\n# heading" not in out
+    rows = [line for line in out.splitlines() if line.startswith("| turn")]
+    assert rows
+    for line in rows:
+        assert len(re.split(r"(?<!\\)\|", line)) == 6  # four cells: every other pipe escaped
 
 
 def test_toml_config_uses_the_flag_names(
@@ -145,7 +227,7 @@ def test_toml_config_uses_the_flag_names(
     strict = tmp_path / "strict.toml"
     strict.write_text("max_strikes = 0\nmax-observation-steps = 0\nformat = 'json'\n")
     assert main(["scan", files[2], "--config", str(strict)]) == 1
-    early = json.loads(capsys.readouterr().out)["files"][0]["interventions"][0]["first"]
+    early = json.loads(capsys.readouterr().out)["files"][0]["findings"][0]["first"]
     lax = tmp_path / "pyproject.toml"
     lax.write_text("[project]\nname = 'x'\n[tool.loopfuse]\nguards = ['breaker', 'dedup']\n")
     assert main(["scan", files[2], "--config", str(lax)]) == 0
@@ -153,7 +235,7 @@ def test_toml_config_uses_the_flag_names(
     # Flags override the file.
     args = ["scan", files[2], "--config", str(strict), "--max-observation-steps", "none"]
     assert main([*args, "--max-strikes", "3"]) == 1
-    later = json.loads(capsys.readouterr().out)["files"][0]["interventions"][0]["first"]
+    later = json.loads(capsys.readouterr().out)["files"][0]["findings"][0]["first"]
     assert later > early
 
 
@@ -161,12 +243,14 @@ def test_toml_config_uses_the_flag_names(
     ("text", "problem"),
     [
         ("max_strike = 2\n", "unknown key 'max_strike'"),
-        ("max_strikes = 'many'\n", "max_strikes must be an integer >= 0, got 'many'"),
+        ("max_strikes = 'many'\n", "max_strikes must be an integer >= 0 or none, got 'many'"),
         ("window = -1\n", "window must be a positive number of seconds"),
         ("guards = 3\n", "guards must be a list of names"),
         ("format = 'yaml'\n", "format must be one of text, json, markdown"),
         ("normalize_answers = 'maybe'\n", "normalize_answers must be true or false"),
         ("max_strikes = \n", "not valid TOML"),
+        ("read_only_commands = ['  ']\n", "read_only_commands entry '  ' names no program"),
+        ("error_storm = 'often'\n", "error_storm must be two integers >= 1"),
     ],
 )
 def test_bad_config_is_one_line_exit_2(
@@ -189,6 +273,62 @@ def test_missing_config(
     assert "none.toml: no such file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["--max-error-streak", "0"], "--max-error-streak must be an integer >= 1 or none"),
+        (["--error-storm", "10"], "--error-storm must be two integers >= 1"),
+        (["--error-storm", "20,12"], "detector settings: error_storm must be None or (errors,"),
+        (["--max-error-streak", "60"], "max_error_streak must be < detector_window (48)"),
+        (["--detector-window", "4"], "detector settings: detector_window must be an int >= 8"),
+        (["--tool-limits", "deploy"], "--tool-limits must be NAME=N pairs"),
+        (["--price-per-mtok", "cheap"], "--price-per-mtok must be dollars per million tokens"),
+    ],
+)
+def test_new_detector_settings_are_checked_and_named(
+    files: list[str], capsys: pytest.CaptureFixture[str], args: list[str], problem: str
+) -> None:
+    assert main(["scan", files[0], *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = captured.err.strip().splitlines()
+    assert problem in line
+
+
+def test_new_detector_settings_change_the_result(
+    tmp_path: Path, files: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The error streak trips first with the defaults; switched off, the repeat does.
+    assert main(["scan", files[2], "--format", "json"]) == 1
+    first = json.loads(capsys.readouterr().out)["files"][0]["findings"][0]
+    assert first["kind"] == "error_streak"
+    config = tmp_path / "loopfuse.toml"
+    config.write_text("max_error_streak = 'none'\nerror_storm = false\nformat = 'json'\n")
+    assert main(["scan", files[2], "--config", str(config)]) == 1
+    later = json.loads(capsys.readouterr().out)["files"][0]["findings"][0]
+    assert later["kind"] == "repeat"
+    assert later["first"] > first["first"]
+    # A tool the detector never counts: nothing left to flag.
+    assert main(["scan", files[2], "--ignore-tools", "read_file"]) == 0
+    capsys.readouterr()
+    config.write_text("[tool.loopfuse]\ntool_limits = {read_file = 1}\nerror_storm = [3, 4]\n")
+    assert main(["scan", files[2], "--config", str(config), "--format", "json"]) == 1
+    limited = json.loads(capsys.readouterr().out)
+    assert limited["settings"]["tool_limits"] == [["read_file", 1]]
+    assert limited["settings"]["error_storm"] == [3, 4]
+    assert limited["files"][0]["findings"][0]["first"] < first["first"]
+
+
+def test_a_price_gives_the_cost(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", files[0], "--price-per-mtok", "3", "--format", "json"]) == 1
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    tokens = summary["spared_tokens_in"] + summary["spared_tokens_out"]
+    assert summary["cost"] == pytest.approx(tokens * 3 / 1e6)
+    assert main(["scan", files[0], "--price-per-mtok", "3"]) == 1
+    out = capsys.readouterr().out
+    assert f"${tokens * 3 / 1e6:,.2f} at $3/Mtok" in out
+
+
 def test_demo_explains_and_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
@@ -205,11 +345,11 @@ def test_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(capsys.readouterr().out)
     by_name = {f["name"]: f for f in report["files"]}
     assert by_name["healthy_run.json"]["clean"] is True
-    [cycle] = by_name["ab_cycle.json"]["interventions"]  # every step of the cycle: one
+    [cycle] = by_name["ab_cycle.json"]["findings"]  # every step of the cycle: one
     assert (cycle["kind"], cycle["requests"]) == ("cycle", cycle["last"] - cycle["first"] + 1)
-    assert [subject.split()[0] for subject in cycle["subjects"]] == ["edit_file", "run_tests"]
-    guards = {i["guard"] for i in by_name["retry_storm.jsonl"]["interventions"]}
-    assert guards == {"breaker", "dedup"}
+    assert [call.split()[0] for call in cycle["calls"]] == ["edit_file", "run_tests"]
+    [storm] = by_name["retry_storm.jsonl"]["findings"]  # a retry storm: one finding
+    assert [span["guard"] for span in storm["spans"]] == ["dedup", "breaker"]
 
 
 def test_python_dash_m(tmp_path: Path) -> None:
@@ -238,3 +378,16 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
             raise BrokenPipeError
 
     _emit(Gone(), "report\n")  # no exception: the exit status still tells the result
+
+
+def test_text_from_a_run_cannot_drive_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = looping(8, name="ls\x1b[2J\x1b]0;pwned\x07", command="\x1b[31mred")
+    data["exit_reason"] = "max\x1b[H"
+    path = tmp_path / "run\x1b[1m.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["scan", str(path), "--verbose"]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out  # colour is off here: any escape would be the run's
+    assert "ls\ufffd[2J" in out

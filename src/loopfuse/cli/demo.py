@@ -14,10 +14,14 @@ import textwrap
 from dataclasses import dataclass
 from typing import Final, TextIO
 
-from loopfuse.cli.config import Settings, detector_of
+from loopfuse.cli.config import Settings
+from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.html import render_html
+from loopfuse.cli.markdown import render_markdown
 from loopfuse.cli.readers import read_bytes
-from loopfuse.cli.replay import FileResult, replay
-from loopfuse.cli.report import Style, Summary, render_json, render_markdown, render_text
+from loopfuse.cli.report import Style, render_json, render_text
+from loopfuse.cli.results import FileResult
+from loopfuse.cli.summary import Summary, tokens_text
 
 __all__ = ["EXAMPLES", "Example", "results", "run"]
 
@@ -47,7 +51,7 @@ EXAMPLES: Final = (
         "retry_storm.jsonl",
         "A proxy log: a client re-sends one identical request after each timeout, "
         "beside a healthy session.",
-        frozenset({("breaker", "same-request"), ("dedup", "cache-hit")}),
+        frozenset({("breaker", "repeated_request"), ("dedup", "cache_hit")}),
     ),
     Example(
         "healthy_run.json",
@@ -63,35 +67,33 @@ _NAMES: Final = {"breaker": "LoopBreaker", "detector": "LoopDetector", "dedup": 
 def results(settings: Settings | None = None) -> list[FileResult]:
     """Replay every bundled example with ``settings`` (default: the guards' defaults)."""
     settings = settings or Settings()
-    detector = detector_of(settings)
     package = importlib.resources.files("loopfuse.examples")
     out = []
     for example in EXAMPLES:
         data = package.joinpath(example.name).read_bytes()
         source = read_bytes(example.name, data, log=example.name.endswith(".jsonl"))
-        out.append(replay(source, settings, detector))
+        out.append(scan_source(source, settings)[0])
     return out
 
 
 def _verdict(example: Example, result: FileResult) -> tuple[bool, str]:
-    found = {(item.guard, item.kind) for item in result.interventions}
+    spans = [(span, finding) for finding in result.findings for span in finding.spans]
+    found = {(span.guard, span.kind) for span, _ in spans}
     if not example.expected:
         return not found, "no guard acted, as it should." if not found else "a guard acted!"
     acts = []
     for guard in ("breaker", "detector", "dedup"):
-        mine = [item for item in result.interventions if item.guard == guard]
+        mine = [(span, finding) for span, finding in spans if span.guard == guard]
         if mine:
-            first = mine[0]
+            first, finding = mine[0]
             acts.append(
                 f"{_NAMES[guard]} would have acted on {result.acted[guard]} "
-                f"request(s) from {first.unit} {first.first} ({first.kind})"
+                f"request(s) from {finding.unit} {first.first} ({first.kind})"
             )
     text = "; ".join(acts) or "no guard acted"
     if result.spared_requests:
-        text += (
-            f". Not spent: {result.spared_tool_calls} tool call(s), "
-            f"{result.spared_chars:,} characters of context."
-        )
+        tokens = tokens_text(result.spared_tokens, result.tokens_estimated)
+        text += f". Not spent: {result.spared_tool_calls} tool call(s), {tokens}."
     return found == example.expected, text
 
 
@@ -105,11 +107,13 @@ def run(stdout: TextIO, style: Style, output_format: str = "text", width: int = 
         stdout.write(render_json(found, [], summary, settings) + "\n")
     elif output_format == "markdown":
         stdout.write(render_markdown(found, [], summary))
+    elif output_format == "html":
+        stdout.write(render_html(found, [], summary))
     else:
         stdout.write(style.paint("loopfuse demo", "file") + ": four small synthetic agent ")
         stdout.write("runs, replayed turn by turn\nthrough LoopBreaker, LoopDetector ")
         stdout.write("and DedupCache with their default settings.\n\n")
-        stdout.write(render_text(found, [], summary, style, width) + "\n\n")
+        stdout.write(render_text(found, [], summary, style, width, verbose=True) + "\n\n")
         stdout.write(style.paint("What happened", "file") + "\n")
         for example, (ok, text) in zip(EXAMPLES, checks, strict=True):
             mark = style.paint("ok", "green") if ok else style.paint("UNEXPECTED", "red")

@@ -1,8 +1,12 @@
 """``loopfuse``: the command line. ``loopfuse scan PATH...`` and ``loopfuse demo``.
 
-Exit status: 0 when no guard would have acted, 1 when one would have (so a scan can
-gate an agent's CI), 2 for a usage error or a file that could not be read (reported on
-stderr, one line each, naming the file; the other files are still scanned).
+Exit status (a CI gate can test for 1):
+
+- 0: every file was read and the guard would not have acted;
+- 1: the guard would have acted somewhere, whatever else happened (a loop found is
+  never hidden by another file being unreadable);
+- 2: no loop found, and a usage error, or a file or log line that could not be read
+  (each reported on stderr, one line naming it; the other files are still scanned).
 
 >>> main(["--version"])  # doctest: +ELLIPSIS
 loopfuse ...
@@ -28,25 +32,19 @@ from loopfuse.cli.config import (
     Settings,
     apply,
     check,
-    detector_of,
     load_toml,
 )
+from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.html import render_html
+from loopfuse.cli.markdown import render_markdown
+from loopfuse.cli.progress import Progress
 from loopfuse.cli.readers import STDIN, InputError, collect, read_bytes, read_path
-from loopfuse.cli.replay import FileResult, replay
-from loopfuse.cli.report import (
-    Progress,
-    Style,
-    Summary,
-    render_json,
-    render_markdown,
-    render_text,
-)
+from loopfuse.cli.report import Style, render_json, render_text
+from loopfuse.cli.results import FileResult
+from loopfuse.cli.summary import Summary, printable
 from loopfuse.errors import ConfigError
 
-__all__ = ["MANY_FILES", "main", "run_scan"]
-
-MANY_FILES = 4
-"""From this many files on, ``scan`` draws a progress bar on stderr (when it is a TTY)."""
+__all__ = ["main", "run_scan"]
 
 _GROUPS = {
     "scan": "what to scan",
@@ -74,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay recorded agent traffic through the guards",
         description="Replay recorded agent traffic (request bodies, JSON Lines logs, "
         "trajectories, folders of them) through LoopBreaker, LoopDetector and DedupCache, "
-        "and report where each would have acted. Exit status: 0 nothing found, "
-        "1 interventions found, 2 usage or input error.",
+        "and report where each would have acted. Exit status: 1 a loop found (whatever "
+        "else happened), 0 nothing found, 2 usage or input error and no loop found.",
     )
     scan.add_argument("paths", nargs="+", metavar="PATH", help="file, folder, or - for stdin")
     scan.add_argument("--config", metavar="FILE", help="TOML file with the same keys as the flags")
@@ -83,8 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = Settings()
     for option in OPTIONS:
         default = getattr(defaults, option.name)
-        shown = ",".join(default) if isinstance(default, tuple) else default
-        help_text = f"{option.help} (default: {'none' if shown is None else shown or '-'})"
+        help_text = f"{option.help} (default: {_shown(default)})"
         group = groups[option.group]
         if option.kind == "bool":
             group.add_argument(
@@ -101,9 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser = commands.add_parser(
         "demo", help="scan the bundled example transcripts and explain the result"
     )
-    demo_parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    demo_parser.add_argument(
+        "--format", choices=("text", "json", "markdown", "html"), default="text"
+    )
     demo_parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     return parser
+
+
+def _shown(default: object) -> str:
+    if default is None:
+        return "none"
+    if isinstance(default, tuple):
+        items = ("=".join(map(str, i)) if isinstance(i, tuple) else str(i) for i in default)
+        return ",".join(items) or "-"
+    return str(default) or "-"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -128,9 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings()
         if args.config:
             settings = apply(load_toml(Path(args.config)), settings, args.config)
+            check(settings, args.config)
         flags = {o.name: getattr(args, o.name) for o in OPTIONS}
         settings = apply({k: v for k, v in flags.items() if v is not None}, settings, "flags")
-        check(settings)
+        check(settings, "flags")
     except ConfigError as exc:
         stderr.write(f"loopfuse scan: error: {_one_line(str(exc))}\n")
         return 2
@@ -141,45 +150,57 @@ def run_scan(paths: Sequence[str], settings: Settings, stdout: TextIO, stderr: T
     """Scan ``paths`` and write the report; returns the exit status."""
     targets = list(collect(paths))
     files = sum(not isinstance(target, InputError) for target in targets)
-    progress = Progress(
-        stderr,
-        files,
-        enabled=settings.progress and files >= MANY_FILES and _isatty(stderr),
-        width=_width(stderr),
-    )
-    detector = detector_of(settings) if "detector" in settings.guards else None
+    enabled = settings.progress and _isatty(stderr)
+    progress = Progress(stderr, files, enabled=enabled, width=_width(stderr))
     results: list[FileResult] = []
     errors: list[InputError] = []
-    for target in targets:
-        if not isinstance(target, InputError):
-            name = "<stdin>" if target == STDIN else str(target)
-            progress.step(name)
-            try:
-                if isinstance(target, Path):
-                    source = read_path(target)
-                else:
-                    source = read_bytes(name, sys.stdin.buffer.read())
-                results.append(replay(source, settings, detector))
-                continue
-            except InputError as exc:
-                target = exc
-            except Exception as exc:  # a bug must not hide the other files' results
-                problem = f"internal error while replaying ({type(exc).__name__}: {exc})"
-                target = InputError(name, problem + "; please report it")
-        errors.append(target)
+    problems: list[str] = []
+
+    def complain(text: str) -> None:
         progress.clear()
-        stderr.write(f"loopfuse scan: error: {_one_line(str(target))}\n")
+        stderr.write(f"loopfuse scan: error: {_one_line(text)}\n")
+
+    for target in targets:
+        if isinstance(target, InputError):
+            errors.append(target)
+            complain(str(target))
+            continue
+        name = "<stdin>" if target == STDIN else str(target)
+        progress.step(name)
+        try:
+            if isinstance(target, Path):
+                source = read_path(target)
+            else:
+                source = read_bytes(name, sys.stdin.buffer.read())
+            result, found = scan_source(source, settings, progress.within)
+        except InputError as exc:
+            errors.append(exc)
+            complain(str(exc))
+            continue
+        except Exception as exc:  # a bug must not hide the other files' results
+            problem = f"internal error while replaying ({type(exc).__name__}: {exc})"
+            errors.append(InputError(name, problem + "; please report it"))
+            complain(str(errors[-1]))
+            continue
+        results.append(result)
+        for problem in found:
+            problems.append(f"{name}: {problem}")
+            complain(problems[-1])
     progress.clear()
-    summary = Summary.of(results, errors, settings.guards)
+    summary = Summary.of(results, errors, settings.guards, settings.price_per_mtok)
     if settings.format == "json":
-        output = render_json(results, errors, summary, settings)
+        output = render_json(results, errors, summary, settings, problems)
     elif settings.format == "markdown":
-        output = render_markdown(results, errors, summary)
+        output = render_markdown(results, errors, summary, problems)
+    elif settings.format == "html":
+        output = render_html(results, errors, summary, problems)
     else:
         style = _style(settings.color, stdout)
-        output = render_text(results, errors, summary, style, _width(stdout))
+        output = render_text(results, errors, summary, style, _width(stdout), settings.verbose)
     _emit(stdout, output.rstrip("\n") + "\n")
-    return 2 if errors else 1 if summary.found else 0
+    if summary.found:
+        return 1
+    return 2 if errors or problems else 0
 
 
 def _emit(stream: TextIO, text: str) -> None:
@@ -218,7 +239,7 @@ def _width(stream: TextIO) -> int:
 
 
 def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    return printable(text.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 def _tolerate_unencodable(stream: TextIO) -> None:

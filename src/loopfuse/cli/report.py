@@ -1,8 +1,12 @@
-"""The scan report: text for a terminal, JSON for programs, Markdown for a CI comment.
+"""The scan report for people (text, the default) and for programs (JSON).
 
-Text fits an 80-column terminal (narrower if the terminal is), is ASCII apart from what
-the transcripts themselves contain, and uses colour only when asked to (``main``
-decides: on a TTY, unless ``NO_COLOR`` is set or ``--color never``).
+Text puts the flagged runs first, each finding with where it starts (turn or line, and
+the message index), the repeated call, the first line of the repeated answer, the
+count and what was not spent; then the summary and the list of flagged files. Clean
+runs are counted, and listed only with ``--verbose``. It fits an 80-column terminal
+(narrower if the terminal is), is ASCII apart from what the runs themselves contain, and
+uses colour only when asked to (``main`` decides: on a TTY, unless ``NO_COLOR`` is set
+or ``--color never``).
 
 >>> print(render_text([], [], Summary.of([], [], ("breaker", "detector", "dedup"))))
 Summary
@@ -18,25 +22,32 @@ from __future__ import annotations
 import dataclasses
 import json
 import textwrap
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Final, TextIO
+from typing import ClassVar, Final
 
 import loopfuse
 from loopfuse.cli.config import GUARDS, Settings
 from loopfuse.cli.readers import InputError
-from loopfuse.cli.replay import FileResult, Intervention
+from loopfuse.cli.results import FileResult, Finding
+from loopfuse.cli.summary import (
+    GUARD_ACTS,
+    Summary,
+    finding_title,
+    money_text,
+    plural,
+    printable,
+    spans_text,
+    tokens_text,
+)
 
-__all__ = ["Progress", "Style", "Summary", "render_json", "render_markdown", "render_text"]
+__all__ = ["Style", "render_json", "render_text", "run_header"]
 
 WIDTH: Final = 80
-_INDENT: Final = 12  # where an intervention's details start
-_ACTS: Final = {
-    "breaker": "requests refused",
-    "detector": "requests refused",
-    "dedup": "requests answered from the cache",
-}
+FINDINGS_SHOWN: Final = 3
+"""Findings shown per run without ``--verbose``."""
+_SPANS_SHOWN: Final = 3
+_PAD: Final = "      "
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,83 +71,30 @@ class Style:
         return f"\033[{self._CODES[role]}m{text}\033[0m"
 
 
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """Totals over a scan: what :func:`render_text` prints last and JSON's ``summary``."""
-
-    guards: tuple[str, ...]
-    files: int
-    clean: int
-    flagged: int
-    errors: int
-    requests: int
-    acted: dict[str, int]
-    interventions: dict[str, int]
-    kinds: dict[str, dict[str, int]]
-    spared_requests: int
-    spared_tool_calls: int
-    spared_chars: int
-    outcomes: dict[str, list[int]]
-    """For files that record an ``outcome`` (trajectories): outcome -> [flagged, files]."""
-
-    @classmethod
-    def of(
-        cls, results: Sequence[FileResult], errors: Sequence[InputError], guards: Sequence[str]
-    ) -> Summary:
-        """Add up ``results``; ``errors`` are the files that could not be read."""
-        acted: Counter[str] = Counter()
-        found: Counter[str] = Counter()
-        kinds: dict[str, Counter[str]] = {guard: Counter() for guard in GUARDS}
-        outcomes: dict[str, list[int]] = {}
-        for result in results:
-            outcome = result.meta.get("outcome")
-            if outcome:
-                tally = outcomes.setdefault(outcome, [0, 0])
-                tally[0] += not result.clean
-                tally[1] += 1
-            acted.update(result.acted)
-            for item in result.interventions:
-                found[item.guard] += 1
-                kinds[item.guard][item.kind] += 1
-        return cls(
-            guards=tuple(guards),
-            files=len(results) + len(errors),
-            clean=sum(result.clean for result in results),
-            flagged=sum(not result.clean for result in results),
-            errors=len(errors),
-            requests=sum(result.requests for result in results),
-            acted={guard: acted[guard] for guard in GUARDS},
-            interventions={guard: found[guard] for guard in GUARDS},
-            kinds={guard: dict(sorted(kinds[guard].items())) for guard in GUARDS},
-            spared_requests=sum(result.spared_requests for result in results),
-            spared_tool_calls=sum(result.spared_tool_calls for result in results),
-            spared_chars=sum(result.spared_chars for result in results),
-            outcomes=dict(sorted(outcomes.items())),
-        )
-
-    @property
-    def found(self) -> bool:
-        """Whether any guard acted anywhere."""
-        return self.flagged > 0
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
-
-
 def _clip(text: str, room: int) -> str:
+    text = printable(text)
     return text if len(text) <= room else text[: max(0, room - 3)] + "..."
 
 
-def _header(result: FileResult) -> str:
+def _name(name: str, width: int) -> str:
+    name = printable(name)
+    return name if len(name) <= width else "..." + name[3 - width :]
+
+
+def run_header(result: FileResult) -> str:
+    """``trajectory, openai_chat, failed (max_steps), 10 requests``."""
     parts = [result.kind, result.dialect]
     if result.meta.get("outcome"):
         exit_reason = result.meta.get("exit_reason")
         parts.append(result.meta["outcome"] + (f" ({exit_reason})" if exit_reason else ""))
-    parts.append(_plural(result.requests, "request"))
-    if result.kind == "log":
-        parts.append(_plural(result.sessions, "session"))
-    return ", ".join(parts)
+    parts.append(plural(result.requests, "request"))
+    if result.kind == "log" and result.sessions > 1:
+        parts.append(plural(result.sessions, "session"))
+    if result.unchecked:
+        parts.append(f"{result.unchecked:,} not checked (unreadable bodies)")
+    if result.bad_lines:
+        parts.append(f"{plural(result.bad_lines, 'line')} skipped (not requests)")
+    return printable(", ".join(parts))
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
@@ -150,30 +108,56 @@ def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
     ) or [first.rstrip()]
 
 
-def _intervention_lines(
-    result: FileResult, item: Intervention, style: Style, width: int
-) -> list[str]:
-    pad = " " * _INDENT
-    head = f"  {item.unit} {item.first}".ljust(_INDENT)
-    color = "yellow" if item.guard == "dedup" else "red"
-    lines = [head + style.paint(f"{item.guard:<9}", color) + f" {item.kind}, count {item.count}"]
-    for step, subject in enumerate(item.subjects):
-        lines.append(pad + _clip(("-> " if step else "") + subject, width - _INDENT))
-    details = []
-    if item.requests > 1:
-        span = f"{item.unit}s {item.first}-{item.last} ({item.requests} requests)"
-        details.append(span)
-    if item.max_count > item.count:
-        details.append(f"count up to {item.max_count}")
+def _where(result: FileResult, finding: Finding) -> str:
+    where = f"{finding.unit} {finding.first:,}"
+    if finding.message_index is not None:
+        where += f" (message {finding.message_index:,})"
     if result.kind == "log" and result.sessions > 1:
-        details.append(f"session {item.session}")
-    if item.same_as is not None:
-        details.append(f"same request as {item.unit} {item.same_as}")
-    if details:
-        lines.extend(_wrap(", ".join(details), width, pad, pad))
-    if item.message:
-        told = _wrap("model told: " + item.message, width, pad, pad + "  ")
+        where += f", session {printable(finding.session)}"
+    return where
+
+
+def _finding_lines(
+    result: FileResult, finding: Finding, style: Style, width: int, verbose: bool
+) -> list[str]:
+    color = "yellow" if finding.guard == "dedup" else "red"
+    where = _where(result, finding)
+    title = finding_title(finding)
+    if finding.same_as is not None:
+        title += f", first at {finding.unit} {finding.same_as:,}"
+    if len(where) + len(title) + 4 <= width:
+        lines = [f"  {where}  {style.paint(title, color)}"]
+    else:
+        lines = [_clip(f"  {where}", width), _clip(f"{_PAD}{title}", width)]
+        lines[1] = _PAD + style.paint(lines[1][len(_PAD) :], color)
+    for step, call in enumerate(finding.calls):
+        lines.append(_clip(_PAD + ("-> " if step else "") + call, width))
+    if finding.answer:
+        lines.append(_clip(f"{_PAD}answer: {finding.answer}", width))
+    spent = []
+    if finding.tool_calls:
+        spent.append(plural(finding.tool_calls, "tool call"))
+    spent.append(tokens_text(finding.tokens, result.tokens_estimated))
+    acts = spans_text(finding, None if verbose else _SPANS_SHOWN)
+    text = f"{acts}: {', '.join(spent)} not spent"
+    lines.extend(_wrap(text, width, _PAD, _PAD))
+    if verbose and finding.message:
+        told = _wrap("model told: " + printable(finding.message), width, _PAD, _PAD + "  ")
         lines.extend(style.paint(line, "dim") for line in told)
+    return lines
+
+
+def _run_lines(result: FileResult, style: Style, width: int, verbose: bool) -> list[str]:
+    lines = [style.paint(_name(result.name, width), "file")]
+    header = run_header(result) + (": clean" if result.clean else "")
+    for line in _wrap(header, width, "  ", "    "):
+        lines.append(style.paint(line, "green") if result.clean else line)
+    shown = result.findings if verbose else result.findings[:FINDINGS_SHOWN]
+    for finding in shown:
+        lines.extend(_finding_lines(result, finding, style, width, verbose))
+    if len(shown) < len(result.findings):
+        more = len(result.findings) - len(shown)
+        lines.append(f"  ... {plural(more, 'more finding')} (--verbose shows all)")
     return lines
 
 
@@ -183,101 +167,52 @@ def render_text(
     summary: Summary,
     style: Style | None = None,
     width: int = WIDTH,
+    verbose: bool = False,
 ) -> str:
-    """The human report: each file, each intervention, then the summary."""
+    """The report for people: flagged runs, the summary, the flagged files."""
     style = style or Style()
     width = max(40, min(width, WIDTH))
     lines: list[str] = []
-    for result in results:
-        name = result.name if len(result.name) <= width else "..." + result.name[3 - width :]
-        lines.append(style.paint(name, "file"))
-        header = _header(result) + (": clean" if result.clean else "")
-        for line in _wrap(header, width, "  ", "    "):
-            lines.append(style.paint(line, "green") if result.clean else line)
-        for item in result.interventions:
-            lines.extend(_intervention_lines(result, item, style, width))
+    flagged = [result for result in results if not result.clean]
+    for result in flagged if not verbose else results:
+        lines.extend(_run_lines(result, style, width, verbose))
         lines.append("")
     lines.extend(_summary_lines(summary, style, width))
+    if flagged and len(results) > 1:
+        lines += ["", style.paint(f"Flagged files ({len(flagged):,})", "file")]
+        lines.extend("  " + _name(result.name, width - 2) for result in flagged)
     return "\n".join(lines)
 
 
 def _summary_lines(summary: Summary, style: Style, width: int) -> list[str]:
     files = f"{summary.files:,} scanned"
     if summary.files:
-        files += f": {summary.clean:,} clean, {summary.flagged:,} with interventions"
+        files += f": {summary.clean:,} clean, {summary.flagged:,} flagged"
         if summary.errors:
             files += f", {summary.errors:,} unreadable (reported on stderr)"
     rows = [("files", files)]
     if summary.outcomes:
         flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in summary.outcomes.items())
         rows.append(("outcomes", f"flagged {flagged}"))
-    rows.append(("requests", f"{summary.requests:,} replayed"))
+    requests = f"{summary.requests:,} replayed"
+    if summary.unchecked:
+        requests += f" ({summary.unchecked:,} not checked: bodies loopfuse cannot read)"
+    rows.append(("requests", requests))
     for guard in GUARDS:
         if guard not in summary.guards:
             rows.append((guard, "off"))
             continue
-        text = f"{summary.acted[guard]:,} {_ACTS[guard]}"
-        found = summary.interventions[guard]
-        if found:
-            kinds = summary.kinds[guard]
-            detail = f"{_plural(found, 'intervention')}"
-            if guard == "detector":
-                detail += ": " + ", ".join(f"{n} {kind}" for kind, n in kinds.items())
-            text += f" ({detail})"
+        text = f"{summary.acted[guard]:,} {GUARD_ACTS[guard]}"
+        if summary.findings[guard]:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in summary.kinds[guard].items())
+            text += f" in {plural(summary.findings[guard], 'finding')} ({kinds})"
         rows.append((guard, text))
     if summary.spared_requests:
-        rows.append(
-            (
-                "not spent",
-                f"{_plural(summary.spared_requests, 'request')}, "
-                f"{_plural(summary.spared_tool_calls, 'tool call')}, "
-                f"{summary.spared_chars:,} characters of context",
-            )
-        )
+        rows.append(("not spent", summary.not_spent()))
     lines = [style.paint("Summary", "file")]
     for label, text in rows:
         lines.extend(_wrap(text, width, f"  {label:<11}", " " * 13))
     return lines
-
-
-def render_markdown(
-    results: Sequence[FileResult], errors: Sequence[InputError], summary: Summary
-) -> str:
-    """A report for a pull-request comment or a CI job summary."""
-    out = ["# loopfuse scan", "", "| file | kind | requests | result |", "|---|---|---|---|"]
-    for result in results:
-        acted = ", ".join(f"{g}: {result.acted[g]}" for g in GUARDS if g in result.acted)
-        outcome = f" ({result.meta['outcome']})" if result.meta.get("outcome") else ""
-        out.append(
-            f"| `{_md(result.name)}` | {result.kind}{outcome} | {result.requests:,} | "
-            f"{'clean' if result.clean else _md(acted) + ' requests'} |"
-        )
-    for error in errors:
-        out.append(f"| `{_md(error.name)}` | unreadable | - | {_md(error.problem)} |")
-    for result in results:
-        if result.clean:
-            continue
-        unit = "line" if result.kind == "log" else "turn"
-        out += ["", f"## `{_md(result.name)}`", ""]
-        out += [
-            f"| {unit}s | guard | kind | count | what | model told |",
-            "|---|---|---|---|---|---|",
-        ]
-        for item in result.interventions:
-            span = str(item.first)
-            if item.requests > 1:
-                span += f"-{item.last} ({item.requests})"
-            out.append(
-                f"| {span} | {item.guard} | {item.kind} | {item.count} | "
-                f"`{_md(item.subject)}` | {_md(item.message or '(answered from the cache)')} |"
-            )
-    out += ["", "## Summary", ""]
-    out += [line.strip() and "    " + line for line in _summary_lines(summary, Style(), 100)]
-    return "\n".join(out) + "\n"
-
-
-def _md(text: str) -> str:
-    return " ".join(text.replace("|", "\\|").replace("`", "'").split())
 
 
 def render_json(
@@ -285,57 +220,32 @@ def render_json(
     errors: Sequence[InputError],
     summary: Summary,
     settings: Settings,
+    problems: Sequence[str] = (),
 ) -> str:
-    """Everything, for programs: settings, files, errors and the summary."""
+    """Everything but the per-request steps, for programs: settings, files, errors,
+    problems (bad lines of logs) and the summary."""
     options = dataclasses.asdict(settings)
-    for output_only in ("format", "color", "progress"):
+    for output_only in ("format", "color", "progress", "verbose"):
         options.pop(output_only, None)
+    price = settings.price_per_mtok
+    options["price_per_mtok"] = None if price is None else [price.input, price.output]
+    files = []
+    for result in results:
+        data = dataclasses.asdict(result)
+        data.pop("steps")
+        data["clean"] = result.clean
+        files.append(data)
     document = {
         "loopfuse": loopfuse.__version__,
         "settings": options,
-        "files": [
-            {
-                **{k: v for k, v in dataclasses.asdict(r).items() if k != "interventions"},
-                "clean": r.clean,
-                "interventions": [dataclasses.asdict(item) for item in r.interventions],
-            }
-            for r in results
-        ],
+        "files": files,
         "errors": [{"file": error.name, "problem": error.problem} for error in errors],
-        "summary": {**dataclasses.asdict(summary), "found": summary.found},
+        "problems": list(problems),
+        "summary": {
+            **{k: v for k, v in dataclasses.asdict(summary).items() if k != "price"},
+            "found": summary.found,
+            "cost": summary.cost,
+            "cost_text": None if summary.cost is None else money_text(summary.cost),
+        },
     }
     return json.dumps(document, indent=2, ensure_ascii=False)
-
-
-class Progress:
-    """A one-line progress bar on ``stream``, redrawn in place; off unless ``enabled``."""
-
-    def __init__(self, stream: TextIO, total: int, *, enabled: bool, width: int = WIDTH) -> None:
-        self.stream = stream
-        self.total = total
-        self.enabled = enabled
-        self.width = max(40, min(width, WIDTH))
-        self.done = 0
-        self._drawn = False
-
-    def step(self, name: str) -> None:
-        """Show that file ``name`` is next."""
-        if not self.enabled:
-            return
-        bar_width = 20
-        filled = bar_width * self.done // max(1, self.total)
-        bar = "#" * filled + "-" * (bar_width - filled)
-        text = f"[{bar}] {self.done}/{self.total} "
-        room = self.width - 1 - len(text)
-        label = name if len(name) <= room else "..." + name[-(room - 3) :]
-        self.stream.write("\r" + (text + label).ljust(self.width - 1))
-        self.stream.flush()
-        self._drawn = True
-        self.done += 1
-
-    def clear(self) -> None:
-        """Erase the bar (before other output on the same stream, and at the end)."""
-        if self._drawn:
-            self.stream.write("\r" + " " * (self.width - 1) + "\r")
-            self.stream.flush()
-            self._drawn = False

@@ -171,9 +171,11 @@ def forwarded(
     cache_streams: bool,
     cache_sampled: bool,
     cache_namespace: str | None,
+    cache_key: RequestKey | None = None,
 ) -> tuple[GuardDecision, tuple[str, ...]]:
     """A forwarded request's decision with the cache's part filled in: whether the cache
-    is used or bypassed (and why), and the key; with the junk inputs met on the way."""
+    is used or bypassed (and why), and the key (``cache_key``, when the caller has it
+    already); with the junk inputs met on the way."""
     chosen = plan(
         streaming=prepared.streaming,
         cache_streams=cache_streams,
@@ -185,6 +187,6 @@ def forwarded(
     )
     if chosen.use == "bypass":
         return replace(decision, cache_reason=chosen.reason), chosen.junk
-    key = RequestKey.from_analysis(prepared.analysis, prepared.path)
+    key = cache_key or RequestKey.from_analysis(prepared.analysis, prepared.path)
     scoped = scoped_key(key, prepared.scope, prepared.streaming, chosen.namespace)
     return replace(decision, cache=chosen.use, cache_key=scoped), chosen.junk

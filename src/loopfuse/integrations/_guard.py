@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from loopfuse.breaker import LoopBreaker, LoopDecision
-from loopfuse.dedup import DedupCache
+from loopfuse.dedup import DedupCache, RequestKey
 from loopfuse.errors import ConfigError
 from loopfuse.events import EventAction, EventCallback, EventSink
 from loopfuse.integrations import _cache_controls
@@ -39,9 +39,11 @@ from loopfuse.integrations._decision import (
     Loop,
     Mode,
     Scanner,
+    ScanVerdict,
     _Default,
     failed_message,
 )
+from loopfuse.integrations._guard_steps import PreparedChecks
 from loopfuse.integrations._notes import add_note
 from loopfuse.integrations._options import GuardOptions, checked_options, default_detector
 from loopfuse.integrations._prepared import Prepared, prepare
@@ -57,7 +59,7 @@ _NOTES_KEPT: Final = 10_000
 _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
 
 
-class Guard:
+class Guard(PreparedChecks):
     """Breaker, detector and cache plan for one request body; shared by every integration.
 
     Args:
@@ -260,7 +262,13 @@ class Guard:
             return None
         return await self.breaker.acheck(prepared.session, prepared.fingerprint)
 
-    def _finish(self, prepared: Prepared, counted: LoopDecision | None) -> GuardDecision:
+    def _finish(
+        self,
+        prepared: Prepared,
+        counted: LoopDecision | None,
+        verdict: ScanVerdict | None = None,
+        cache_key: RequestKey | None = None,
+    ) -> GuardDecision:
         if prepared.retry and self.breaker is not None and prepared.session is not None:
             self._report.about("retry_forgiven", "breaker", prepared, reason="a retry")
         loop: Loop | None = None
@@ -278,7 +286,8 @@ class Guard:
         if loop is None and prepared.retry_noted is not None:
             return self._note(prepared, prepared.retry_noted)  # a retry is noted like its try
         if loop is None and self.detector is not None:
-            verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
+            if verdict is None:
+                verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
             if not verdict.ok:
                 code = verdict.kind or "loop"
                 message = verdict.message or f"loopfuse: loop detected ({code})"
@@ -286,7 +295,7 @@ class Guard:
                 loop = Loop("detector", code, message, verdict.signature, verdict.count, names)
         if loop is not None:
             return self._intervene(prepared, loop)
-        return self._forward(prepared)
+        return self._forward(prepared, cache_key)
 
     def _intervene(self, prepared: Prepared, loop: Loop) -> GuardDecision:
         if self.mode == "refuse":
@@ -311,12 +320,17 @@ class Guard:
         self._report.about("loop_noted", loop.guard, prepared, loop)
         return self._decided(prepared, "note", loop, noted)
 
-    def _forward(self, prepared: Prepared) -> GuardDecision:
+    def _forward(self, prepared: Prepared, cache_key: RequestKey | None = None) -> GuardDecision:
         decision = self._decided(prepared, "forward", None)
         if self.cache is None:
             return replace(decision, cache_reason="no cache is configured")
         cached, junk = _cache_controls.forwarded(
-            decision, prepared, self.cache_streams, self.cache_sampled, self.cache_namespace
+            decision,
+            prepared,
+            self.cache_streams,
+            self.cache_sampled,
+            self.cache_namespace,
+            cache_key,
         )
         self._report.fallbacks(junk, prepared.integration)
         return cached

@@ -75,6 +75,7 @@ from loopfuse.intent._json import (
 from loopfuse.intent._native import c_extension_available
 from loopfuse.intent._parts import Walk
 from loopfuse.intent._responses import responses_intent
+from loopfuse.intent._turns import Conversation, Turn, conversation
 
 __all__ = [
     "DIALECTS",
@@ -82,10 +83,13 @@ __all__ = [
     "MAX_DEPTH",
     "NOT_JSON",
     "Analysis",
+    "Conversation",
+    "Turn",
     "analyse",
     "c_extension_available",
     "canonical_intent_bytes",
     "canonical_json",
+    "conversation",
     "detect_dialect",
     "extract_intent",
     "fingerprint",

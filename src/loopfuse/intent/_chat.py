@@ -30,7 +30,10 @@ def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any
     messages: list[dict[str, Any]] = []
     linker = CallLinker()
     leading = True  # system/developer messages before the first other one are the prompt
+    marks = walk.marks if walk is not None else None
     for message in body["messages"]:
+        if marks is not None:
+            marks.append((len(messages), len(system)))
         if type(message) is not dict and not isinstance(message, dict):
             messages.append({"role": "unknown", "value": message})
             leading = False

@@ -34,7 +34,10 @@ def gemini_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, A
         system = content_parts(instruction)
     messages: list[dict[str, Any]] = []
     linker = CallLinker()
+    marks = walk.marks if walk is not None else None
     for content in body["contents"]:
+        if marks is not None:
+            marks.append((len(messages), len(system)))
         if not isinstance(content, dict):
             messages.append({"role": "unknown", "value": content})
             continue

@@ -136,15 +136,19 @@ class Walk:
     parsed from the body are (see ``_json.load_trusted``); a tool-call argument string
     parsed on the way may not be, and then clears it. ``anthropic`` / ``ollama``: the
     walk met a shape only that dialect uses, so detecting the dialect costs no second
-    pass over the messages.
+    pass over the messages. ``marks``: when a list, the walk appends, before each item
+    of the conversation, how many messages and system parts the intent held
+    (:func:`loopfuse.intent.conversation` reads where each request of a recorded
+    conversation starts from it).
     """
 
-    __slots__ = ("anthropic", "ok", "ollama")
+    __slots__ = ("anthropic", "marks", "ok", "ollama")
 
-    def __init__(self, ok: bool = True) -> None:
+    def __init__(self, ok: bool = True, marks: list[tuple[int, int]] | None = None) -> None:
         self.ok = ok
         self.anthropic = False
         self.ollama = False
+        self.marks = marks
 
 
 def parse_arguments(arguments: object, walk: Walk | None = None) -> object:

@@ -36,7 +36,10 @@ def responses_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str
     linker = CallLinker()
     ids: list[object] = []
     leading = True
+    marks = walk.marks if walk is not None else None
     for item in items:
+        if marks is not None:
+            marks.append((len(messages), len(system)))
         if not isinstance(item, dict):
             messages.append({"role": "unknown", "value": item})
             leading = False

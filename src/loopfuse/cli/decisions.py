@@ -1,0 +1,368 @@
+"""One file's requests through the guard decision every integration runs, on a fake clock.
+
+Each file gets its own :class:`~loopfuse.integrations.Guard` (``guard_of`` in
+:mod:`loopfuse.cli.config`: breaker, detector and cache on a fake clock, ``refuse``
+mode), so files never influence each other, and every request goes through
+:meth:`Guard.prepare <loopfuse.integrations.Guard.prepare>` and
+:meth:`Guard.check_prepared <loopfuse.integrations.Guard.check_prepared>`: ``check``
+in two steps, the very decision a deployed guard makes (which guard speaks first, what
+a refused request does to the cache, sessions, cache plans). The cache is then used as
+an integration uses it: a planned request whose key is cached is answered from it, any
+other forwarded one stores its answer (unless the log says the upstream failed).
+
+**A log** holds the requests as they were sent: each line is one, parsed once (by the
+guard). A ``status`` recorded with a line is told to the guard after it
+(``Guard.outcome``), so a client's retry of a failed request is forgiven as live.
+
+**A transcript** (a request body, a trajectory) holds one conversation: the request
+before each assistant turn is the body with its conversation list cut there
+(:func:`loopfuse.intent.conversation`), and a request body is itself the request sent
+next. Building and checking each of those bodies would cost the square of the run's
+length, so the run is walked once:
+
+- the detector's verdict on each request comes from one
+  :class:`~loopfuse.detector.Replay` fed the conversation message by message; at a
+  turn boundary it is exactly ``scan`` of that request (the rare boundary inside a run
+  of tool results is scanned directly);
+- the breaker and the cache only ever compare requests for equality. Within one
+  conversation the requests are cuts of one list, and ``intent.conversation`` gives
+  each the prefix of the whole intent it holds: its first ``messages`` messages and
+  ``system`` system parts. Two cuts have the same intent exactly when those two numbers
+  are equal, and every other part of the fingerprint and of the cache key (path,
+  sampling parameters, model, the other fields) is the same for all of them; for the
+  dialects whose detection reads the messages (Anthropic and Ollama look like OpenAI
+  Chat until a block of theirs appears), every turn adds a message, so no two cuts are
+  ever equal. So the request is named to the breaker and the cache by
+  ``(messages, system)`` instead of its hash: the same equalities, hence the same
+  decisions, without hashing each prefix. ``tests/test_cli_guard_replay.py`` checks it
+  against ``Guard.check`` on every prefix body, in every dialect.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, Final
+
+from loopfuse import RequestKey, intent
+from loopfuse.cli.config import Settings, guard_of
+from loopfuse.cli.findings import (
+    Act,
+    Described,
+    Grouper,
+    describer,
+    last_calls,
+    turn_names,
+    undescribed,
+)
+from loopfuse.cli.loglines import BadLine, entry_problem, not_a_request
+from loopfuse.cli.readers import InputError, Log, Source
+from loopfuse.cli.results import FileResult, Step
+from loopfuse.cli.tokens import estimate_tokens, usage_tokens
+from loopfuse.detector import LoopDetector, Replay, Verdict
+from loopfuse.integrations import Guard, GuardDecision
+from loopfuse.integrations._prepared import Prepared
+
+__all__ = ["FakeClock", "scan_source"]
+
+_GUARD_OF_CODE: Final = {"repeated_request": "breaker", "guard_failed": "guard"}
+_LINE_PROBLEMS_SHOWN: Final = 5
+
+Progress = Callable[[float], None]
+"""Told the fraction of the file done so far."""
+
+
+class FakeClock:
+    """A clock the replay moves by hand: ``clock.now = t``; ``clock()`` returns it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What an act on one request would report, known before the guard decides."""
+
+    position: int
+    identity: int
+    session: str
+    tokens: tuple[int, int]
+    describe: Callable[[str, str], Described]
+    tool_calls: int = 0
+    message_index: int | None = None
+
+
+class _Run:
+    """The state of one file's replay: its guard, clock, cache use and findings."""
+
+    def __init__(self, source: Source, settings: Settings) -> None:
+        self.settings = settings
+        self.clock = FakeClock()
+        self.guard: Guard = guard_of(settings, self.clock)
+        detector = self.guard.detector
+        self.detector = detector if isinstance(detector, LoopDetector) else None
+        unit = "line" if isinstance(source, Log) else "turn"
+        self.result = FileResult(source.name, source.kind, "none", dict(source.meta))
+        self.grouper = Grouper(self.result, unit)
+        self.first_sent: dict[tuple[str, int], int] = {}
+        self.asked: dict[tuple[str, int], int] = {}
+        self.sessions: set[str] = set()
+        self.problems: list[str] = []
+
+    def verdict(self, parsed: dict[str, Any]) -> Verdict | None:
+        """The detector's verdict on a request's intent (what the guard would compute)."""
+        return None if self.detector is None else self.detector.scan_intent(parsed)
+
+    def check(
+        self,
+        request: _Request,
+        prepared: Prepared,
+        verdict: Verdict | None,
+        key: RequestKey | None = None,
+        stored: bool = True,
+    ) -> GuardDecision:
+        """The guard's decision on one request, the cache used as an integration uses
+        it (a planned request whose key is cached is answered from it; any other
+        forwarded one stores its answer when ``stored``), and the bookkeeping."""
+        decision = self.guard.check_prepared(prepared, verdict=verdict, cache_key=key)
+        where = (request.session, request.identity)
+        first = self.first_sent.setdefault(where, request.position)
+        self.asked[where] = self.asked.get(where, 0) + 1
+        action: str = decision.action
+        same_as = first
+        cache, cache_key = self.guard.cache, decision.cache_key
+        if action == "forward" and cache is not None and cache_key is not None:
+            cached = cache.get(cache_key) if decision.cache == "use" else None
+            if cached is not None:
+                action = "hit"
+                same_as = cached
+            elif stored:
+                cache.insert(cache_key, request.position)
+        self._record(request, action, decision, same_as)
+        return decision
+
+    def unchecked(self, request: _Request) -> None:
+        """A request the guard cannot read: it goes through as it is."""
+        self.result.unchecked += 1
+        self._record(request, "unchecked", None, None)
+
+    def _record(
+        self, request: _Request, action: str, decision: GuardDecision | None, same_as: int | None
+    ) -> None:
+        result = self.result
+        result.requests += 1
+        result.tool_calls += request.tool_calls
+        result.tokens_in += request.tokens[0]
+        result.tokens_out += request.tokens[1]
+        self.sessions.add(request.session)
+        step = Step(request.position, request.session, "refuse" if action == "note" else action)
+        result.steps.append(step)
+        if decision is None or action in ("forward", "unchecked"):
+            self.grouper.step(request.session, request.identity, None)
+            return
+        count = decision.count
+        if action == "hit":
+            guard, kind = "dedup", "cache_hit"
+            count = self.asked[(request.session, request.identity)]
+        else:
+            kind = decision.code or "loop"
+            guard = _GUARD_OF_CODE.get(kind, "detector")
+        step.guard, step.kind, step.count = guard, kind, count
+        act = Act(
+            request.position,
+            request.identity,
+            guard,
+            kind,
+            count,
+            decision.message,
+            partial(request.describe, guard, kind),
+            message_index=request.message_index,
+            same_as=None if guard == "detector" else same_as,
+            tool_calls=request.tool_calls,
+            tokens_in=request.tokens[0],
+            tokens_out=request.tokens[1],
+        )
+        self.grouper.step(request.session, request.identity, act)
+
+    def finish(self) -> FileResult:
+        result = self.result
+        result.sessions = len(self.sessions)
+        if result.clean:
+            result.steps = []  # timelines are drawn for flagged runs only
+        return result
+
+
+def scan_source(
+    source: Source, settings: Settings, progress: Progress | None = None
+) -> tuple[FileResult, list[str]]:
+    """What the guard would have done to ``source``'s requests, and the problems met on
+    the way (bad lines of a log, one line each, ``"line N: ..."``)."""
+    run = _Run(source, settings)
+    if isinstance(source, Log):
+        _scan_log(run, source, progress)
+    else:
+        _scan_transcript(run, source.name, source.body, source.kind == "request", progress)
+    return run.finish(), run.problems
+
+
+# --- logs -------------------------------------------------------------------------------
+
+
+def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
+    settings, result = run.settings, run.result
+    dialects: set[str] = set()
+    now: float | None = None
+    bad: list[BadLine] = []
+    for entry in log.open():
+        if progress is not None and log.size:
+            progress(entry.offset / log.size)
+        if isinstance(entry, BadLine):
+            bad.append(entry)
+            continue
+        if now is None:
+            now = entry.time if entry.time is not None else 0.0
+        else:
+            now = now + settings.turn_seconds if entry.time is None else max(now, entry.time)
+        run.clock.now = now
+        path = settings.path if entry.path is None else entry.path
+        prepared = run.guard.prepare(entry.body, path=path, session_id=entry.session)
+        size = len(entry.body) if isinstance(entry.body, bytes) else _size(entry.body)
+        recorded = usage_tokens(entry.usage)
+        tokens = recorded or (estimate_tokens(size), 0)
+        result.tokens_estimated |= recorded is None
+        if prepared is None or prepared.analysis.parsed_intent is None:
+            problem = entry_problem(entry.body)
+            if problem is not None:
+                bad.append(BadLine(entry.line, problem, entry.offset))
+                continue
+            session = entry.session or "default"
+            run.unchecked(_Request(entry.line, 0, session, tokens, undescribed))
+            continue
+        dialects.add(prepared.dialect)
+        parsed = prepared.analysis.parsed_intent
+        verdict = run.verdict(parsed)
+        request = _Request(
+            entry.line,
+            prepared.fingerprint,
+            prepared.session or "default",
+            tokens,
+            describer(parsed["messages"], verdict),
+        )
+        stored = entry.status is None or entry.status == 200
+        decision = run.check(request, prepared, verdict, stored=stored)
+        result.steps[-1].calls = last_calls(parsed["messages"])
+        went_upstream = result.steps[-1].action == "forward"
+        if went_upstream and entry.status is not None:  # a failure there makes a retry
+            run.guard.outcome(decision, entry.status)
+    result.dialect = _dialect(dialects)
+    result.bad_lines = len(bad)
+    for line in bad[:_LINE_PROBLEMS_SHOWN]:
+        run.problems.append(f"line {line.line}: {line.problem}")
+    if len(bad) > _LINE_PROBLEMS_SHOWN:
+        run.problems.append(f"{len(bad) - _LINE_PROBLEMS_SHOWN} more lines that are not requests")
+    if not result.requests and bad:
+        raise InputError(log.name, run.problems[0])
+
+
+def _dialect(dialects: set[str]) -> str:
+    if not dialects:
+        return "none"
+    return dialects.pop() if len(dialects) == 1 else "mixed"
+
+
+def _size(value: object) -> int:
+    try:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    except (TypeError, ValueError, RecursionError):
+        return 0
+
+
+# --- transcripts ------------------------------------------------------------------------
+
+
+def _scan_transcript(
+    run: _Run, name: str, body: dict[str, Any], is_request: bool, progress: Progress | None
+) -> None:
+    found = intent.conversation(body)
+    prepared = run.guard.prepare(body, path=run.settings.path) if found is not None else None
+    if found is None or prepared is None:
+        _scan_one(run, name, body)
+        return
+    run.result.dialect = found.dialect
+    session = prepared.session or "default"
+    items: list[Any] = body[found.key]
+    messages: list[Any] = found.intent["messages"]
+    sizes = [_size(item) for item in items]
+    base = _size({**body, found.key: []})
+    held = [0]  # characters of items[:i], with the commas between them
+    for size in sizes:
+        held.append(held[-1] + size + (1 if len(held) > 1 else 0))
+    replay = Replay(run.detector.settings) if run.detector is not None else None
+    fed = 0
+    cuts: list[tuple[int, int, int, intent.Turn | None]]
+    cuts = [(turn.start, turn.messages, turn.system, turn) for turn in found.turns]
+    if is_request:  # a request body is itself the next request
+        cuts.append((len(items), len(messages), len(found.intent.get("system", [])), None))
+    for number, (cut, held_messages, held_system, turn) in enumerate(cuts, start=1):
+        if progress is not None:
+            progress(number / len(cuts))
+        verdict: Verdict | None = None
+        if replay is not None and run.detector is not None:
+            while fed < held_messages:
+                replay.add(messages[fed], fed)
+                fed += 1
+            if _inside_results(messages, held_messages):
+                verdict = run.detector.scan_intent({"messages": messages[:held_messages]})
+            else:
+                verdict = replay.verdict()
+        run.clock.now = (number - 1) * run.settings.turn_seconds
+        recorded = usage_tokens(items[turn.start]) if turn is not None else None
+        answer = sum(sizes[turn.start : turn.stop]) if turn is not None else 0
+        tokens = recorded or (estimate_tokens(base + held[cut]), estimate_tokens(answer))
+        run.result.tokens_estimated |= recorded is None
+        identity = (held_messages << 32) | held_system
+        request = _Request(
+            number,
+            identity,
+            session,
+            tokens,
+            describer(messages, verdict, found.turns, held_messages),
+            tool_calls=turn.calls if turn is not None else 0,
+            message_index=cut if turn is not None else None,
+        )
+        key = RequestKey.from_str(f"{held_messages}:{held_system}")
+        run.check(request, replace(prepared, fingerprint=identity), verdict, key)
+        run.result.steps[-1].calls = turn_names(messages, turn)
+
+
+def _inside_results(messages: list[Any], cut: int) -> bool:
+    """Whether a cut falls inside a run of tool results (a Responses turn of reasoning
+    alone between two outputs): a replay asked there would close the batch before its
+    last results, so that request is scanned on its own."""
+    return cut < len(messages) and messages[cut].get("role") == "tool"
+
+
+def _scan_one(run: _Run, name: str, body: dict[str, Any]) -> None:
+    """A body that is not a conversation of turns: one request (a Responses ``input``
+    string), one loopfuse cannot read (nested too deep: it goes through unchecked), or
+    not a request at all."""
+    prepared = run.guard.prepare(body, path=run.settings.path)
+    tokens = (estimate_tokens(_size(body)), 0)
+    run.result.tokens_estimated = True
+    if prepared is None or prepared.analysis.parsed_intent is None:
+        if entry_problem(body) is not None:
+            raise InputError(name, not_a_request(body))
+        run.result.dialect = "unparsed"
+        run.unchecked(_Request(1, 0, "default", tokens, undescribed))
+        return
+    run.result.dialect = prepared.dialect
+    parsed = prepared.analysis.parsed_intent
+    verdict = run.verdict(parsed)
+    session = prepared.session or "default"
+    describe = describer(parsed["messages"], verdict)
+    run.check(_Request(1, prepared.fingerprint, session, tokens, describe), prepared, verdict)

@@ -1,0 +1,135 @@
+"""The Markdown report: a pull-request comment or a CI job summary, whatever the folder.
+
+At most :data:`LIMIT` characters (GitHub refuses longer comments): the summary first,
+then the flagged runs, as many as fit, then a note of what was left out. Every text
+that comes from a run (file names, tool calls, answers, messages) is attacker-controlled
+and is written inside a code span, where Markdown and HTML mean nothing; backticks in
+it become ``'`` and table pipes are escaped, so nothing can break out.
+
+>>> from loopfuse.cli.summary import Summary
+>>> text = render_markdown([], [], Summary.of([], [], ("breaker", "detector", "dedup")))
+>>> text.splitlines()[0], len(text) <= LIMIT
+('# loopfuse scan', True)
+>>> print(code("a`b|c\\n<script>"))
+`a'b\\|c <script>`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from loopfuse.cli.config import GUARDS
+from loopfuse.cli.readers import InputError
+from loopfuse.cli.report import run_header
+from loopfuse.cli.results import FileResult, Finding
+from loopfuse.cli.summary import GUARD_ACTS, Summary, finding_title, plural, spans_text, tokens_text
+
+__all__ = ["LIMIT", "code", "render_markdown"]
+
+LIMIT: Final = 60_000
+"""Characters a Markdown report may hold."""
+
+_RESERVE: Final = 600  # room kept for the note of what was left out
+_CELL: Final = 300  # characters of run text per code span
+_ERRORS_SHOWN: Final = 20
+
+
+def code(text: str, room: int = _CELL) -> str:
+    """``text`` as an inline code span on one line, safe in a table cell."""
+    flat = " ".join(text.split()).replace("`", "'").replace("|", "\\|")
+    flat = "".join(c if c.isprintable() else "\ufffd" for c in flat)
+    if len(flat) > room:
+        flat = flat[: room - 3] + "..."
+    return f"`{flat or ' '}`"
+
+
+def render_markdown(
+    results: Sequence[FileResult],
+    errors: Sequence[InputError],
+    summary: Summary,
+    problems: Sequence[str] = (),
+) -> str:
+    """The report, at most :data:`LIMIT` characters."""
+    head = ["# loopfuse scan", "", *_summary(summary), ""]
+    flagged = [result for result in results if not result.clean]
+    out = "\n".join(head) + "\n"
+    if flagged:
+        out += f"## Flagged runs ({len(flagged):,})\n\n"
+    left_out = 0
+    for number, result in enumerate(flagged):
+        section = "\n".join(_run(result)) + "\n\n"
+        if len(out) + len(section) > LIMIT - _RESERVE:
+            left_out = len(flagged) - number
+            break
+        out += section
+    tail = _errors(errors, problems)
+    if left_out:
+        note = (
+            f"_{plural(left_out, 'flagged run')} left out to keep this report under "
+            f"{LIMIT:,} characters: `loopfuse scan --format html` or `--format json` "
+            "shows every one._\n"
+        )
+        tail = note + ("\n" + tail if tail else "")
+    if len(out) + len(tail) > LIMIT:
+        tail = tail[: max(0, LIMIT - len(out) - 40)] + "\n\n_(cut at the size limit)_\n"
+    return out + tail
+
+
+def _summary(summary: Summary) -> list[str]:
+    rows = [
+        (
+            "files",
+            f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
+            + (f", {summary.errors:,} unreadable" if summary.errors else ""),
+        ),
+        ("requests", f"{summary.requests:,} replayed"),
+    ]
+    if summary.outcomes:
+        flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in summary.outcomes.items())
+        rows.insert(1, ("outcomes", f"flagged {flagged}"))
+    for guard in GUARDS:
+        if guard not in summary.guards:
+            rows.append((guard, "off"))
+            continue
+        text = f"{summary.acted[guard]:,} {GUARD_ACTS[guard]}"
+        if summary.findings[guard]:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in summary.kinds[guard].items())
+            text += f" in {plural(summary.findings[guard], 'finding')} ({kinds})"
+        rows.append((guard, text))
+    if summary.spared_requests:
+        rows.append(("not spent", summary.not_spent()))
+    return ["| | |", "|---|---|", *(f"| {label} | {text} |" for label, text in rows)]
+
+
+def _run(result: FileResult) -> list[str]:
+    lines = [f"### {code(result.name)}", "", code(run_header(result), 1000), ""]
+    lines += ["| where | what | repeated | not spent |", "|---|---|---|---|"]
+    for finding in result.findings:
+        lines.append(_row(result, finding))
+    return lines
+
+
+def _row(result: FileResult, finding: Finding) -> str:
+    where = f"{finding.unit} {finding.first:,}"
+    if finding.message_index is not None:
+        where += f" (message {finding.message_index:,})"
+    spans = spans_text(finding, 3)
+    what = f"{code(finding_title(finding), 100)}<br>{code(spans, 200)}"
+    repeated = "<br>".join(code(call) for call in finding.calls)
+    if finding.answer:
+        repeated += f"<br>answer: {code(finding.answer)}"
+    spent = [plural(finding.requests, "request")]
+    if finding.tool_calls:
+        spent.append(plural(finding.tool_calls, "tool call"))
+    spent.append(tokens_text(finding.tokens, result.tokens_estimated))
+    return f"| {where} | {what} | {repeated} | {', '.join(spent)} |"
+
+
+def _errors(errors: Sequence[InputError], problems: Sequence[str]) -> str:
+    lines = [f"- {code(str(error))}" for error in errors[:_ERRORS_SHOWN]]
+    lines += [f"- {code(problem)}" for problem in problems[: max(0, _ERRORS_SHOWN - len(lines))]]
+    hidden = len(errors) + len(problems) - len(lines)
+    if hidden > 0:
+        lines.append(f"- and {hidden:,} more (on standard error)")
+    return "## Not read\n\n" + "\n".join(lines) + "\n" if lines else ""

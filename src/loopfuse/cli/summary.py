@@ -1,0 +1,208 @@
+"""Totals over a scan, shared by every report format, and the numbers as people read them.
+
+>>> summary = Summary.of([], [], ("breaker", "detector", "dedup"))
+>>> summary.files, summary.found
+(0, False)
+>>> tokens_text(4_612_345, estimated=True), tokens_text(1_234, estimated=False)
+('~4.6M tokens', '1,234 tokens')
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from loopfuse.cli.config import GUARDS
+from loopfuse.cli.readers import InputError
+from loopfuse.cli.results import FileResult, Finding
+from loopfuse.cli.tokens import Price
+
+__all__ = [
+    "GUARD_ACTS",
+    "Summary",
+    "finding_title",
+    "money_text",
+    "plural",
+    "printable",
+    "spans_text",
+    "tokens_text",
+]
+
+GUARD_ACTS: Final = {
+    "breaker": "requests refused",
+    "detector": "requests refused",
+    "dedup": "requests answered from the cache",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Totals over a scan: the last part of the text report, JSON's ``summary``."""
+
+    guards: tuple[str, ...]
+    files: int
+    clean: int
+    flagged: int
+    errors: int
+    requests: int
+    unchecked: int
+    acted: dict[str, int]
+    findings: dict[str, int]
+    """Findings each guard acted in."""
+    kinds: dict[str, dict[str, int]]
+    """Per guard, findings by kind."""
+    spared_requests: int
+    spared_tool_calls: int
+    spared_tokens_in: int
+    spared_tokens_out: int
+    tokens_estimated: bool
+    outcomes: dict[str, list[int]]
+    """For files that record an ``outcome`` (trajectories): outcome -> [flagged, files]."""
+    price: Price | None = None
+
+    @classmethod
+    def of(
+        cls,
+        results: Sequence[FileResult],
+        errors: Sequence[InputError],
+        guards: Sequence[str],
+        price: Price | None = None,
+    ) -> Summary:
+        """Add up ``results``; ``errors`` are the files that could not be read."""
+        acted: Counter[str] = Counter()
+        found: Counter[str] = Counter()
+        kinds: dict[str, Counter[str]] = {guard: Counter() for guard in GUARDS}
+        outcomes: dict[str, list[int]] = {}
+        for result in results:
+            outcome = result.meta.get("outcome")
+            if outcome:
+                tally = outcomes.setdefault(outcome, [0, 0])
+                tally[0] += not result.clean
+                tally[1] += 1
+            acted.update(result.acted)
+            for finding in result.findings:
+                pairs = {(span.guard, span.kind) for span in finding.spans}
+                found.update({guard for guard, _ in pairs})
+                for guard, kind in pairs:
+                    kinds[guard][kind] += 1
+        return cls(
+            guards=tuple(guards),
+            files=len(results) + len(errors),
+            clean=sum(result.clean for result in results),
+            flagged=sum(not result.clean for result in results),
+            errors=len(errors),
+            requests=sum(result.requests for result in results),
+            unchecked=sum(result.unchecked for result in results),
+            acted={guard: acted[guard] for guard in GUARDS},
+            findings={guard: found[guard] for guard in GUARDS},
+            kinds={guard: dict(kinds[guard].most_common()) for guard in GUARDS},
+            spared_requests=sum(result.spared_requests for result in results),
+            spared_tool_calls=sum(result.spared_tool_calls for result in results),
+            spared_tokens_in=sum(result.spared_tokens_in for result in results),
+            spared_tokens_out=sum(result.spared_tokens_out for result in results),
+            tokens_estimated=any(
+                result.tokens_estimated for result in results if result.spared_requests
+            ),
+            outcomes=dict(sorted(outcomes.items())),
+            price=price,
+        )
+
+    @property
+    def found(self) -> bool:
+        """Whether the guard acted anywhere."""
+        return self.flagged > 0
+
+    @property
+    def cost(self) -> float | None:
+        """Dollars not spent, when a price was given."""
+        if self.price is None:
+            return None
+        return self.price.cost(self.spared_tokens_in, self.spared_tokens_out)
+
+    def not_spent(self) -> str:
+        """The "not spent" line: requests, tool calls, tokens, money."""
+        text = (
+            f"{plural(self.spared_requests, 'request')}, "
+            f"{plural(self.spared_tool_calls, 'tool call')}, "
+            f"{tokens_text(self.spared_tokens_in + self.spared_tokens_out, self.tokens_estimated)}"
+        )
+        if self.price is not None:
+            text += f", {money_text(self.cost or 0.0)} at {self.price}"
+        return text
+
+
+_UNPRINTABLE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """Text from a run, safe on a terminal: control characters (an escape sequence a
+    hostile run slipped into a tool name) and lone surrogates become U+FFFD.
+
+    >>> printable("ls\x1b[2J")
+    'ls\ufffd[2J'
+    """
+    return _UNPRINTABLE.sub("\ufffd", text)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 request``, ``2 requests``, with thousands separators."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def tokens_text(tokens: int, estimated: bool) -> str:
+    """Tokens as people read them; an estimate is rounded and marked ``~``."""
+    if not estimated:
+        return plural(tokens, "token")
+    if tokens >= 1_000_000:
+        return f"~{tokens / 1_000_000:.1f}M tokens"
+    if tokens >= 10_000:
+        return f"~{tokens / 1000:.0f}k tokens"
+    return f"~{tokens:,} tokens"
+
+
+def money_text(dollars: float) -> str:
+    """``$12.34``; cents below a dollar."""
+    return f"${dollars:,.2f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.4f}"
+
+
+_VERBS: Final = {"breaker": "refused", "detector": "refused", "dedup": "answered from the cache"}
+
+
+def spans_text(finding: Finding, shown: int | None = None) -> str:
+    """What the guard did, stretch by stretch: ``refused turns 8-10``, or ``answered
+    from the cache lines 3-7 (4), refused lines 9-10``; kinds named when they change."""
+    spans = finding.spans if shown is None else finding.spans[:shown]
+    named = len({span.kind for span in finding.spans}) > 1
+    parts: list[str] = []
+    verb = None
+    for span in spans:
+        if span.first == span.last:
+            where = f"{finding.unit} {span.first:,}"
+        else:
+            where = f"{finding.unit}s {span.first:,}-{span.last:,}"
+            if span.requests != span.last - span.first + 1:
+                where += f" ({span.requests:,})"
+        if named and span.guard == "detector":
+            where += f" ({span.kind})"
+        this = _VERBS.get(span.guard, "acted on")
+        parts.append(where if this == verb else f"{this} {where}")
+        verb = this
+    if len(spans) < len(finding.spans):
+        parts.append(f"{len(finding.spans) - len(spans)} more stretches")
+    return ", ".join(parts)
+
+
+def finding_title(finding: Finding) -> str:
+    """What the finding is, in a few words: ``repeat: 4 in a row`` or ``the same
+    request, sent 3 more times``."""
+    kinds = [span.kind for span in finding.spans]
+    head = " then ".join(dict.fromkeys(kinds))
+    if finding.guard == "detector":
+        laps = "laps" if finding.kind == "cycle" else "in a row"
+        return f"{head}: {finding.count} {laps}" + (
+            f", up to {finding.max_count}" if finding.max_count > finding.count else ""
+        )
+    return f"the same request, sent {plural(finding.requests, 'more time')}"

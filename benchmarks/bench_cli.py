@@ -38,6 +38,7 @@ from bench_scan import build_turns, openai_body
 from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_source
 from loopfuse.cli.readers import read_path
+from loopfuse.detector import answers
 
 
 def write_trajectory(folder: Path, turns: int) -> Path:
@@ -73,10 +74,19 @@ def write_log(folder: Path, megabytes: int) -> tuple[Path, int]:
     return path, lines
 
 
+def cold_caches() -> None:
+    """Forget the answers the detector keeps between requests (normal forms, error
+    verdicts): a round must not reuse what an earlier round of the same file left there,
+    which only a short file fits entirely and would make it look cheaper per turn."""
+    answers._normalized.cache_clear()
+    answers._window_is_error.cache_clear()
+
+
 def scan_seconds(path: Path, rounds: int) -> tuple[float, int]:
     best, requests = float("inf"), 0
     settings = Settings()
     for _ in range(rounds):
+        cold_caches()
         start = time.perf_counter()
         result, _ = scan_source(read_path(path), settings)
         best = min(best, time.perf_counter() - start)

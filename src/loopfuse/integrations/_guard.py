@@ -43,7 +43,7 @@ from loopfuse.integrations._decision import (
     _Default,
     failed_message,
 )
-from loopfuse.integrations._guard_steps import PreparedChecks
+from loopfuse.integrations._guard_steps import GuardSteps
 from loopfuse.integrations._notes import add_note
 from loopfuse.integrations._options import GuardOptions, checked_options, default_detector
 from loopfuse.integrations._prepared import Prepared, prepare
@@ -59,7 +59,7 @@ _NOTES_KEPT: Final = 10_000
 _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
 
 
-class Guard(PreparedChecks):
+class Guard(GuardSteps):
     """Breaker, detector and cache plan for one request body; shared by every integration.
 
     Args:
@@ -175,53 +175,33 @@ class Guard(PreparedChecks):
         and cache namespace, if any; ``integration`` names the caller in events.
         A body that is not an LLM request of a known dialect is forwarded unchecked.
         """
-        try:
-            prepared = self._prepare(
-                body, path, session_id, scope, streaming, cache_control, namespace, integration
-            )
-            if prepared is None:
-                return _unchecked(integration)
-            # The one step that touches the breaker's store (acheck awaits it there).
-            return self._finish(prepared, self._count(prepared))
-        except ConfigError:
-            raise  # a sync check on an async-only store: a programming error, not a failure
-        except Exception as exc:  # fail open: a guard must never take the request path down
-            return self.failure(exc, path, integration)
+        begun = self._begin(
+            body, path, session_id, scope, streaming, cache_control, namespace, integration
+        )
+        if not isinstance(begun, Prepared):
+            return begun
+        return self.check_prepared(begun)
 
-    async def acheck(
+    def _begin(
         self,
         body: object,
-        *,
-        path: str = "",
-        session_id: str | None = None,
-        scope: str = "",
-        streaming: bool | None = None,
-        cache_control: str | None = None,
-        namespace: str | None = None,
-        integration: str | None = None,
-    ) -> GuardDecision:
-        """:meth:`check` for asyncio: the breaker's store is awaited (an
-        :class:`~loopfuse.stores.redis.AsyncRedisStore`, or a sync store in a worker
-        thread), so the event loop never waits for it. The in-memory store is checked in
-        line. Same decisions as :meth:`check`.
-
-        >>> import asyncio
-        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
-        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
-        >>> [asyncio.run(guard.acheck(body, session_id="s")).action for _ in range(2)]
-        ['forward', 'refuse']
-        """
+        path: str,
+        session_id: object,
+        scope: str,
+        streaming: bool | None,
+        control: str | None,
+        space: str | None,
+        integration: str | None,
+    ) -> Prepared | GuardDecision:
+        """The parse of ``check`` and ``acheck``, or the decision when there is nothing
+        to check (not an LLM request) or the parse failed (fail open)."""
         try:
             prepared = self._prepare(
-                body, path, session_id, scope, streaming, cache_control, namespace, integration
+                body, path, session_id, scope, streaming, control, space, integration
             )
-            if prepared is None:
-                return _unchecked(integration)
-            return self._finish(prepared, await self._acount(prepared))
-        except ConfigError:
-            raise
         except Exception as exc:  # fail open: a guard must never take the request path down
             return self.failure(exc, path, integration)
+        return _unchecked(integration) if prepared is None else prepared
 
     def _prepare(
         self,
@@ -256,11 +236,6 @@ class Guard(PreparedChecks):
         if self.breaker is None or prepared.session is None or prepared.retry:
             return None
         return self.breaker.check(prepared.session, prepared.fingerprint)
-
-    async def _acount(self, prepared: Prepared) -> LoopDecision | None:
-        if self.breaker is None or prepared.session is None or prepared.retry:
-            return None
-        return await self.breaker.acheck(prepared.session, prepared.fingerprint)
 
     def _finish(
         self,

@@ -27,7 +27,6 @@ from loopfuse.detector.cycles import find_cycle
 from loopfuse.detector.records import (
     Answers,
     BatchRecord,
-    BatchRecordError,
     HistoryEntry,
     LoopDetected,
     RepeatOutcome,
@@ -154,12 +153,11 @@ class RunCore:
         settings = self.settings
         hit = None
         if settings.max_cycle_period >= 2:
-            allowance = settings.allowance
             hit = find_cycle(
                 self.history,
                 settings.max_cycle_period,
                 settings.max_cycle_laps,
-                max(settings.max_cycle_laps, allowance or 0),
+                settings.cycle_allowance,
                 settings.normalize_answers,
             )
         if hit is not None:
@@ -193,11 +191,7 @@ class RunCore:
         A replay that only needs an earlier turn's effect on the run skips its signals
         (``signals=False``): they would trip only the next turn, which it does not judge.
         """
-        if record._owner is not self.owner:
-            raise BatchRecordError("this BatchRecord was issued by another LoopDetector")
-        if record._used:
-            raise BatchRecordError("this BatchRecord has already been recorded")
-        record._used = True
+        record.use(self.owner)
         entry = record._entry
         entry.answers = answers
         entry.refused = False  # it ran after all: answer-based signals read it again
@@ -246,17 +240,17 @@ class RunCore:
     def _answer_signals(self) -> Finding | None:
         settings = self.settings
         history = self.history
-        normalize = settings.normalize_answers
         if settings.max_error_streak is not None:
-            found = error_streak(history, settings.max_error_streak, normalize)
+            found = error_streak(history, settings.max_error_streak)
             if found is not None:
                 return found
         if settings.max_near_repeats is not None:
-            found = near_repeat(history, settings.max_near_repeats, normalize)
+            found = near_repeat(history, settings.max_near_repeats)
             if found is not None:
                 return found
         if settings.max_unchanged_checks is not None:
-            found = unchanged_check(history, settings.max_unchanged_checks, normalize)
+            limit = settings.max_unchanged_checks
+            found = unchanged_check(history, limit, settings.normalize_answers)
             if found is not None:
                 return found
         if settings.error_storm is not None:

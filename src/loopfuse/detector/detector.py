@@ -222,14 +222,15 @@ class LoopDetector:
             )
         signature = batch_signature(calls)  # validates the elements
         settings = self.settings
-        kept = tuple(c for c in calls if not settings.ignored(c.name))
+        keep = settings.kept(tuple(call.name for call in calls))
+        kept = tuple(calls) if keep is None else tuple(calls[k] for k in keep)
         if not settings.enabled or not kept:
             # Off, or only ignored tools: a ticket that no run counts.
             entry = HistoryEntry(signature, tuple(call.name for call in calls), False)
             record = BatchRecord(self, -1, entry, 0, 0)
             record._calls = tuple(calls)
             return record
-        if len(kept) != len(calls):
+        if keep is not None:
             signature = batch_signature(kept)
         names = tuple(call.name for call in kept)
         args = tuple(call.arguments for call in kept)
@@ -270,11 +271,7 @@ class LoopDetector:
                 "pass raw answers with record_results(record, answers=[...])"
             )
         if record._run < 0:  # the detector was off, or every call was ignored
-            if record._owner is not self:
-                raise BatchRecordError("this BatchRecord was issued by another LoopDetector")
-            if record._used:
-                raise BatchRecordError("this BatchRecord has already been recorded")
-            record._used = True
+            record.use(self)
             return RepeatOutcome.NOT_COMPARABLE
         with self._lock:
             outcome, _ = self._core.record(record, digest)

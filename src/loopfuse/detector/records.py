@@ -252,6 +252,14 @@ class BatchRecord:
         """The names of the batch's calls, in call order."""
         return self._entry.names
 
+    def use(self, owner: object) -> None:
+        """Spend this ticket, reported to the detector ``owner``; it is good for one use."""
+        if self._owner is not owner:
+            raise BatchRecordError("this BatchRecord was issued by another LoopDetector")
+        if self._used:
+            raise BatchRecordError("this BatchRecord has already been recorded")
+        self._used = True
+
     def __repr__(self) -> str:
         return (
             f"BatchRecord(signature={self.signature!r}, count={self.count}, "

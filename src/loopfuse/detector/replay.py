@@ -80,8 +80,9 @@ class Replay:
     """A conversation walked through one run's :class:`~loopfuse.detector.core.RunCore`.
 
     Call :meth:`add` with each message and its index, then :meth:`verdict` at any turn
-    boundary. ``judge_from`` and ``signals_from`` let a caller that replays a tail only
-    for its state skip the decisions of earlier turns (their verdicts are never read).
+    boundary. ``judge_from`` lets a caller that replays a tail only for its state skip the
+    decisions of the turns before it (their verdicts, and the answer-based signals their
+    answers would trip, are never read).
 
     >>> from loopfuse.detector.settings import DetectorSettings
     >>> replay_ = Replay(DetectorSettings(max_strikes=1))
@@ -93,15 +94,12 @@ class Replay:
     'repeat'
     """
 
-    def __init__(
-        self, settings: DetectorSettings, *, judge_from: int = 0, signals_from: int = 0
-    ) -> None:
+    def __init__(self, settings: DetectorSettings, *, judge_from: int = 0) -> None:
         self.settings = settings
         self.core = RunCore(settings)
         steps = settings.max_stagnation_steps
         self.stagnation = StagnationDetector(steps) if steps is not None else None
         self.judge_from = judge_from
-        self.signals_from = signals_from
         self._verdict = OK
         self._open: _Open | None = None
 
@@ -148,15 +146,11 @@ class Replay:
 
     def _admit(self, full: Batch, index: int) -> None:
         settings = self.settings
-        batch, keep = full, None
-        if settings.ignore_tools:
-            keep = [k for k, name in enumerate(full.names) if not settings.ignored(name)]
+        batch, keep = full, settings.kept(full.names)
+        if keep is not None:
             if not keep:
                 return  # only ignored tools: the turn is not counted
-            if len(keep) == len(full.names):
-                keep = None
-            else:
-                batch = Batch([{"name": full.names[k], "arguments": full.args[k]} for k in keep])
+            batch = Batch([{"name": full.names[k], "arguments": full.args[k]} for k in keep])
         args = tuple(batch.args)
         kinds = batch.kinds
         if kinds is None:  # the identical batches of a run share one Batch: classified once
@@ -177,13 +171,12 @@ class Replay:
         if answers is not None and state.keep is not None:
             answers = BatchAnswers(state.batch, [answers.items[k] for k in state.keep])
         core = self.core
-        outcome, tripped = core.record(
-            state.record, answers, signals=state.index >= self.signals_from
-        )
+        judged = state.index >= self.judge_from
+        outcome, tripped = core.record(state.record, answers, signals=judged)
         error = state.error
         if error is not None and core.refusal_stands(state.record, outcome):
             self._verdict = _verdict_of(error, state.index)
-        elif tripped is not None and state.index >= self.judge_from:
+        elif tripped is not None:
             self._verdict = _verdict_of(tripped, state.index)
         else:
             self._verdict = OK
@@ -207,13 +200,12 @@ def replay(
     start: int = 0,
     batches: dict[int, Batch] | None = None,
     judge_from: int = 0,
-    signals_from: int = 0,
 ) -> Verdict:
     """The verdict of ``messages`` walked from ``start`` through a fresh run.
 
     ``batches`` may hold :class:`Batch` objects already built, by index.
     """
-    walk = Replay(settings, judge_from=judge_from, signals_from=signals_from)
+    walk = Replay(settings, judge_from=judge_from)
     for i in range(start, len(messages)):
         batch = batches.get(i) if batches else None
         if batch is not None:

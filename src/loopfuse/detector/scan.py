@@ -180,7 +180,7 @@ def _batch_tail(
             break  # older than anything the verdict depends on
         if window or cycle_possible:
             start = k
-    return replay(messages, settings, start, same, judge_from=last, signals_from=last)
+    return replay(messages, settings, start, same, judge_from=last)
 
 
 def _names(calls: list[Any]) -> list[str]:

@@ -97,6 +97,7 @@ class DetectorSettings:
     enabled: bool = True
     classifier: ToolClassifier = field(init=False, compare=False, repr=False)
     shell: ShellClassifier = field(init=False, compare=False, repr=False)
+    limits_by_name: dict[str, int] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _count("max_strikes", self.max_strikes, optional=True)
@@ -147,6 +148,7 @@ class DetectorSettings:
         object.__setattr__(
             self, "shell", ShellClassifier(self.shell_tools, self.read_only_commands)
         )
+        object.__setattr__(self, "limits_by_name", dict(self.tool_limits))
 
     @classmethod
     def build(
@@ -195,16 +197,20 @@ class DetectorSettings:
         return None if self.max_observation_steps is None else self.allowance
 
     @property
+    def cycle_allowance(self) -> int:
+        """Laps allowed to a cycle of read-only batches (they get the read-only allowance)."""
+        return max(self.allowance or 0, self.max_cycle_laps)
+
+    @property
     def history_len(self) -> int:
         """Batches remembered: the window, or a cycle going past its limit if longer."""
-        laps = max(self.allowance or 0, self.max_cycle_laps)
-        return max(self.window, self.max_cycle_period * laps + 1)
+        return max(self.window, self.max_cycle_period * self.cycle_allowance + 1)
 
     def tool_limit(self, names: tuple[str, ...]) -> int | None:
         """The smallest ``tool_limits`` entry that applies to every call of a batch."""
-        if not self.tool_limits:
+        limits = self.limits_by_name
+        if not limits:
             return None
-        limits = dict(self.tool_limits)
         found: list[int] = []
         for name in names:
             limit = limits.get(name)
@@ -249,6 +255,14 @@ class DetectorSettings:
         if rest not in ("", " ", "\t", "\n"):
             return None
         return self.shell.is_read_only(command)
+
+    def kept(self, names: tuple[str, ...]) -> list[int] | None:
+        """Which calls of a batch count (``ignore_tools``): their indices, or ``None`` when
+        every call does (an empty list: none does)."""
+        if not self.ignore_tools:
+            return None
+        keep = [k for k, name in enumerate(names) if not self.ignored(name)]
+        return None if len(keep) == len(names) else keep
 
     def ignored(self, name: str) -> bool:
         """Whether calls of tool ``name`` are never counted."""

@@ -60,7 +60,7 @@ def _says_something(entry: HistoryEntry) -> tuple[bool, bool] | None:
     return None if facts is None or facts[1] else facts
 
 
-def error_streak(history: Sequence[HistoryEntry], limit: int, normalize: bool) -> Finding | None:
+def error_streak(history: Sequence[HistoryEntry], limit: int) -> Finding | None:
     """The same error more than ``limit`` times in a row, whatever the calls.
 
     >>> from loopfuse.detector import ToolCall, results_digest
@@ -70,9 +70,9 @@ def error_streak(history: Sequence[HistoryEntry], limit: int, normalize: bool) -
     ...     return e
     >>> err = "ModuleNotFoundError: No module named 'yaml'"
     >>> h = [entry(f"python -m tool{i}", err) for i in range(4)]
-    >>> error_streak(h, 3, True).count
+    >>> error_streak(h, 3).count
     4
-    >>> error_streak(h[:3], 3, True) is None
+    >>> error_streak(h[:3], 3) is None
     True
     """
     newest = history[-1]
@@ -152,7 +152,7 @@ def is_near(a: HistoryEntry, b: HistoryEntry) -> bool:
     return _near_texts(_call_text(x), _call_text(y))
 
 
-def near_repeat(history: Sequence[HistoryEntry], limit: int, normalize: bool) -> Finding | None:
+def near_repeat(history: Sequence[HistoryEntry], limit: int) -> Finding | None:
     """More than ``limit`` batches in a row, each a near variant of the one before with the
     same answer (identical batches are :func:`repeat`'s business, not this one's)."""
     newest = history[-1]

@@ -96,19 +96,19 @@ def _line_at(window: str, start: int) -> str:
     return window[start : end if end >= 0 else len(window)]
 
 
-def _is_error_line(line: str) -> bool:
-    return (
-        any(phrase in line for phrase in _PHRASES)
-        or _LINE_START.match(line.lstrip()) is not None
-        or _IN_LINE.search(line) is not None
-    )
+def _has_phrase(text: str) -> bool:
+    return any(phrase in text for phrase in _PHRASES)
+
+
+def _matches_a_pattern(line: str) -> bool:
+    return _LINE_START.match(line.lstrip()) is not None or _IN_LINE.search(line) is not None
 
 
 @lru_cache(maxsize=512)
 def _window_is_error(window: str) -> bool:
-    if any(phrase in window for phrase in _PHRASES):
+    if _has_phrase(window):  # then no line needs looking at for one
         return True
-    return any(_is_error_line(_line_at(window, k)) for k in _line_starts(window, _HINTS))
+    return any(_matches_a_pattern(_line_at(window, k)) for k in _line_starts(window, _HINTS))
 
 
 def _window(text: str) -> str:
@@ -152,7 +152,7 @@ def error_line(text: str) -> str | None:
     window = _window(text)
     for start in _line_starts(window, (*_PHRASES, *_HINTS)):  # the last line first
         line = _line_at(window, start)
-        if _is_error_line(line) and line.strip():
+        if (_has_phrase(line) or _matches_a_pattern(line)) and line.strip():
             return line.strip()
     return None
 

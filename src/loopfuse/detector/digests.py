@@ -37,14 +37,22 @@ _FACTS_AT: Final = 2 * _HEX + _ANSWERS_HEX + 3
 _DIGEST: Final = re.compile(r"[0-9a-f]{32}/[0-9a-f]{32}/[0-9a-f]{16}/(?:-|e|z|ez)")
 
 
+def normal_text(text: str) -> bytes:
+    """What a text answer's normalised form is hashed as (a JSON answer is tagged ``j``)."""
+    return b"t" + normalize_answer(text).encode("utf-8", "surrogatepass")
+
+
+def answers_name(normal_hashes: list[bytes]) -> str:
+    """The ``answers`` part of a digest: the normalised answers' hashes, in any order."""
+    return blake3(b"".join(sorted(normal_hashes))).hexdigest(length=8)
+
+
 def _answer_forms(answer: object) -> tuple[bytes, bytes, str | None]:
     """Raw and normalised bytes of one answer (text and JSON never collide), and its text."""
     if isinstance(answer, bytes | bytearray):
         answer = bytes(answer).decode("utf-8", "replace")
     if isinstance(answer, str):
-        raw = b"t" + answer.encode("utf-8", "surrogatepass")
-        norm = b"t" + normalize_answer(answer).encode("utf-8", "surrogatepass")
-        return raw, norm, answer
+        return b"t" + answer.encode("utf-8", "surrogatepass"), normal_text(answer), answer
     try:
         canon = canonical_json(answer)
     except (InvalidInputError, RecursionError) as exc:
@@ -121,10 +129,9 @@ def results_digest(
         norm_only.append(norm_hash)
     raw_pairs.sort()
     norm_pairs.sort()
-    norm_only.sort()
     raw_hex = blake3(b"\x01".join(raw_pairs)).hexdigest(length=16)
     norm_hex = blake3(b"\x01".join(norm_pairs)).hexdigest(length=16)
-    answers_hex = blake3(b"".join(norm_only)).hexdigest(length=8)
+    answers_hex = answers_name(norm_only)
     if error is not None:
         failed = error
     facts = ("e" if failed else "") + ("z" if empty else "")

@@ -31,7 +31,13 @@ from loopfuse.detector.replay import OK, Verdict, replay, stagnation_verdict
 from loopfuse.detector.settings import DetectorSettings, default_settings
 from loopfuse.detector.stagnation import WINDOW_FACTOR, StagnationDetected, StagnationDetector
 from loopfuse.detector.streaks import is_near
-from loopfuse.detector.transcript import Batch, answers_of, prose_text, tool_run_end
+from loopfuse.detector.transcript import (
+    Batch,
+    answers_of,
+    call_name,
+    prose_text,
+    tool_run_end,
+)
 from loopfuse.intent import extract_intent
 
 __all__ = ["OK", "HasSettings", "Verdict", "scan", "scan_intent"]
@@ -165,7 +171,7 @@ def _batch_tail(
                 and call.get("arguments") == first_args
             ):
                 batch = Batch(calls)
-        elif sorted(_names(calls)) == wanted:
+        elif sorted(map(call_name, calls)) == wanted:
             batch = Batch(calls)
         if batch is not None and batch == final:
             if batch.names == final.names:
@@ -181,15 +187,6 @@ def _batch_tail(
         if window or cycle_possible:
             start = k
     return replay(messages, settings, start, same, judge_from=last)
-
-
-def _names(calls: list[Any]) -> list[str]:
-    """A batch's tool names as :class:`Batch` reads them, without building it."""
-    names = []
-    for call in calls:
-        name = call.get("name") if type(call) is dict else None
-        names.append(name if type(name) is str else "")
-    return names
 
 
 def _answers_can_trip(

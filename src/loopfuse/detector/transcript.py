@@ -15,13 +15,20 @@ from typing import Any, Final
 from blake3 import blake3
 
 from loopfuse.detector.answers import is_contentless, looks_like_error, normalize_answer
+from loopfuse.detector.digests import answers_name, normal_text
 from loopfuse.detector.signature import call_signature
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import canonical_json
 
-__all__ = ["Batch", "BatchAnswers", "answers_of", "prose_text", "tool_run_end"]
+__all__ = ["Batch", "BatchAnswers", "answers_of", "call_name", "prose_text", "tool_run_end"]
 
 _DETAIL_CHARS: Final = 2000
+
+
+def call_name(call: object) -> str:
+    """A canonical call's tool name (``""`` for a call without one)."""
+    name = call.get("name") if type(call) is dict else None
+    return name if type(name) is str else ""
 
 
 class Batch:
@@ -32,23 +39,13 @@ class Batch:
     def __init__(self, calls: list[Any]) -> None:
         self._signature: str | None = None
         self.kinds: tuple[bool, bool] | None = None  # (read-only, costly), once classified
-        if len(calls) == 1 and type(calls[0]) is dict:  # the common case, made cheap
+        if len(calls) == 1 and type(calls[0]) is dict:  # the common case: call_name inline
             name = calls[0].get("name")
             self.names: tuple[str, ...] = (name if type(name) is str else "",)
             self.args: list[object] = [calls[0].get("arguments")]
             return
-        names: list[str] = []
-        args: list[object] = []
-        for call in calls:
-            if type(call) is dict:
-                name = call.get("name")
-                names.append(name if type(name) is str else "")
-                args.append(call.get("arguments"))
-            else:
-                names.append("")
-                args.append(call)
-        self.names = tuple(names)
-        self.args = args
+        self.names = tuple(map(call_name, calls))
+        self.args = [call.get("arguments") if type(call) is dict else call for call in calls]
 
     @property
     def signature(self) -> str:
@@ -158,13 +155,12 @@ class BatchAnswers:
         hashes = []
         for content, _ in self.items:
             if len(content) == 1 and type(content[0]) is str:
-                material = b"t" + normalize_answer(content[0]).encode("utf-8", "surrogatepass")
+                material = normal_text(content[0])
             else:
                 forms = repr(tuple(_normal_part(part) for part in content))
                 material = b"p" + forms.encode("utf-8", "surrogatepass")
             hashes.append(blake3(material).digest(16))
-        hashes.sort()
-        self._key = blake3(b"".join(hashes)).hexdigest(length=8)
+        self._key = answers_name(hashes)
         return self._key
 
     def _forms(self, form: Callable[[object], object]) -> tuple[object, ...]:

@@ -24,7 +24,6 @@ out; ``--pools`` prints the defaults per pool.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 import tarfile
@@ -75,7 +74,7 @@ def _files(source: Path) -> Iterator[tuple[str, bytes]]:
             if member.isfile() and member.name.endswith(".json"):
                 handle = tar.extractfile(member)
                 if handle is not None:
-                    yield Path(member.name).stem, io.BytesIO(handle.read()).getvalue()
+                    yield Path(member.name).stem, handle.read()
 
 
 def load(source: Path) -> list[Trajectory]:

@@ -9,45 +9,20 @@ loop; each must be stopped, by the signal named.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
+from agent_runs import Step, openai_run
 from loopfuse.detector import LoopDetected, LoopDetector, ToolCall, results_digest, scan
-
-Step = tuple[str, Any, str]  # (tool name, arguments, answer)
 
 
 def bash(command: object, answer: str) -> Step:
     return ("bash", {"command": command}, answer)
 
 
-def body_of(steps: list[Step]) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": "Get the build green."},
-    ]
-    for i, (name, arguments, answer) in enumerate(steps):
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{i}",
-                        "type": "function",
-                        "function": {"name": name, "arguments": json.dumps(arguments)},
-                    }
-                ],
-            }
-        )
-        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": answer})
-    return {"model": "gpt-4o", "messages": messages}
-
-
 def first_scan_flag(steps: list[Step]) -> tuple[int, str | None] | None:
     for n in range(1, len(steps) + 1):
-        verdict = scan(body_of(steps[:n]))
+        verdict = scan(openai_run(steps[:n]))
         if not verdict.ok:
             return n, verdict.kind
     return None

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agent_runs import openai_run
 from loopfuse.detector import LoopDetected, LoopDetector, ToolCall, results_digest, scan
 from loopfuse.errors import ConfigError, InvalidInputError
 
@@ -42,30 +43,7 @@ def live(det: LoopDetector, steps: list[tuple[list[ToolCall], str]]) -> int | Lo
 
 
 def conversation(steps: list[tuple[list[ToolCall], str]]) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the bug"}]
-    for i, (calls, answer) in enumerate(steps):
-        call = calls[0]
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"c{i}",
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": _json(call.arguments)},
-                    }
-                ],
-            }
-        )
-        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": answer})
-    return {"model": "m", "messages": messages}
-
-
-def _json(value: object) -> str:
-    import json
-
-    return json.dumps(value)
+    return openai_run([(calls[0].name, calls[0].arguments, answer) for calls, answer in steps])
 
 
 def first_flag(steps: list[tuple[list[ToolCall], str]], det: LoopDetector) -> int | None:

@@ -109,7 +109,7 @@ class RunCore:
             error = self._judge_repeat(record) or self._judge_cycle(record, retry)
             if error is None and tripped is not None:
                 record._basis = "signal"
-                error = self._loop(tripped, record)
+                error = self.loop(tripped, record)
         if error is not None:
             error.record = record
             entry.refused = True
@@ -185,8 +185,9 @@ class RunCore:
 
     def record(
         self, record: BatchRecord, answers: Answers, signals: bool = True
-    ) -> tuple[RepeatOutcome, LoopDetected | None]:
-        """Report a batch's answers; also what answer-based signal they trip, if any.
+    ) -> tuple[RepeatOutcome, Finding | None]:
+        """Report a batch's answers; also what answer-based signal they trip, if any
+        (:meth:`loop` tells it as a :class:`LoopDetected`; the next :meth:`admit` refuses).
 
         A replay that only needs an earlier turn's effect on the run skips its signals
         (``signals=False``): they would trip only the next turn, which it does not judge.
@@ -219,7 +220,7 @@ class RunCore:
         if not signals or not self.history or self.history[-1] is not entry:
             return outcome, None  # an older batch reported late: the newest one speaks
         self._tripped = self._answer_signals()
-        return outcome, None if self._tripped is None else self._loop(self._tripped, record)
+        return outcome, self._tripped
 
     def _normalize(self, entry: HistoryEntry, answers: Answers) -> bool:
         """Whether a repeat compares normalised answers.
@@ -273,7 +274,7 @@ class RunCore:
             return same is not False
         return record._basis != "signal"
 
-    def _loop(self, found: Finding, record: BatchRecord) -> LoopDetected:
+    def loop(self, found: Finding, record: BatchRecord) -> LoopDetected:
         """The :class:`LoopDetected` that reports an answer-based finding."""
         newest = found.newest
         detail = answer_detail(newest.answers)

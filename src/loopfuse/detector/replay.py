@@ -177,7 +177,7 @@ class Replay:
         if error is not None and core.refusal_stands(state.record, outcome):
             self._verdict = _verdict_of(error, state.index)
         elif tripped is not None:
-            self._verdict = _verdict_of(tripped, state.index)
+            self._verdict = _verdict_of(core.loop(tripped, state.record), state.index)
         else:
             self._verdict = OK
 

@@ -369,20 +369,16 @@ class LoopBreaker:
         return _enforced(await self.acheck_request(session_id, body, path))
 
     def _failed(self, session_id: str, exc: Exception) -> LoopDecision:
-        with self._lock:
-            self.internal_errors += 1
         action = "refusing" if self.fail_closed else "allowing"
         logger.warning("loopfuse: LoopBreaker check failed, %s the request: %r", action, exc)
-        decision = LoopDecision(
-            not self.fail_closed, 0, session_id, None, self.max_repeats, self.window, repr(exc)
-        )
-        self._emit("fail_open" if decision.allowed else "fail_closed", decision)
-        return decision
+        return self._unrecorded(session_id, None, repr(exc))
 
     def _unrecorded(
-        self, session_id: str, fingerprint: int, error: str, allowed: bool = True
+        self, session_id: str, fingerprint: int | None, error: str, allowed: bool = True
     ) -> LoopDecision:
-        # The store already logged it (once per interval): count, do not log per request.
+        """The decision on a request the guard failed to count (counted in
+        ``internal_errors``, and an event). It logs nothing: ``_failed`` logs its error,
+        and a store logs its own, once per interval rather than per request."""
         with self._lock:
             self.internal_errors += 1
         allowed = allowed and not self.fail_closed

@@ -194,12 +194,14 @@ class Layout:
             raise ConfigError(f"key_prefix must be a str, not {type(key_prefix).__name__}")
         if time_source not in ("redis", "caller"):
             raise ConfigError(f"time_source must be 'redis' or 'caller', got {time_source!r}")
-        if isinstance(max_ttl, bool) or not isinstance(max_ttl, int | float) or not max_ttl > 0:
+        if (
+            isinstance(max_ttl, bool)
+            or not isinstance(max_ttl, int | float)
+            or not 0 < max_ttl < math.inf
+        ):
             raise ConfigError(f"max_ttl must be a positive, finite number of seconds: {max_ttl!r}")
         self.prefix = key_prefix
         self.time_source: str = time_source
-        if max_ttl == math.inf:
-            raise ConfigError(f"max_ttl must be a positive, finite number of seconds: {max_ttl!r}")
         self.max_ttl = float(max_ttl)
 
     def session_keys(self, session_id: object) -> tuple[str, str]:

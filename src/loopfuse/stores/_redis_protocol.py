@@ -325,11 +325,8 @@ class RedisOperations:
     def set(
         self, key_value: int, digest: bytes | None, value: object, ttl: float, now: float
     ) -> Operation[None]:
-        key, digest, seconds = (
-            self.layout.entry_key(key_value),
-            check_digest(digest),
-            check_ttl(ttl),
-        )
+        key, digest = self.layout.entry_key(key_value), check_digest(digest)
+        seconds = check_ttl(ttl)
         try:
             payload = self.codec.encode(value)
         except Exception as exc:

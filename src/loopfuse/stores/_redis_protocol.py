@@ -383,7 +383,7 @@ class RedisOperations:
                 with self._lock:
                     self._collisions += 1
             return None
-        value = self._decode(payload, MISS)
+        value = self._decode(payload)
         return None if value is MISS else StoredEntry(value, created_at, ttl, 0)
 
     def _unpack(self, blob: object) -> tuple[bytes | None, float, float, bytes] | None:
@@ -393,9 +393,9 @@ class RedisOperations:
             self.trap.junk("decode", exc)
             return None
 
-    def _decode(self, payload: bytes, junk: object) -> object:
+    def _decode(self, payload: bytes) -> object:
         try:
             return self.codec.decode(payload)
         except Exception as exc:  # junk or another codec's bytes: a miss, not an outage
             self.trap.junk("decode", exc)
-            return junk
+            return MISS

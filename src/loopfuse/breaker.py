@@ -156,7 +156,8 @@ class LoopBreaker:
         loopfuse.errors.ConfigError: LOOP_WINDOW_SECS must be a positive integer ..., got 'thirty'
         """
         env = os.environ if environ is None else environ
-        window = env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, "positive integer")
+        seconds = "positive integer number of seconds"
+        window = env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, seconds)
         repeats = env_int(env, "LOOP_MAX_REPEATS", DEFAULT_MAX_REPEATS, 0, "non-negative integer")
         return cls(window=window, max_repeats=repeats, **kwargs)  # type: ignore[arg-type]
 

@@ -48,26 +48,18 @@ class FakeClient:
 
 
 class FakeAsyncClient(FakeClient):
-    """The same for ``redis.asyncio.Redis``; :attr:`hang` makes a command never answer."""
+    """The same for ``redis.asyncio.Redis`` (each command answers an awaitable);
+    :attr:`hang` makes a command never answer."""
 
     def __init__(self) -> None:
         super().__init__()
         self.hang = False
 
-    async def aanswer(self, reply: Any) -> Any:
+    async def answer(self, reply: Any) -> Any:
         if self.hang:
             self.calls += 1
             await asyncio.Event().wait()
-        return self.answer(reply)
-
-    def register_script(self, lua: str) -> Any:
-        return lambda keys, args: self.aanswer(1)
-
-    def get(self, key: str) -> Any:
-        return self.aanswer(None)
-
-    def set(self, key: str, value: object, **options: Any) -> Any:
-        return self.aanswer(True)
+        return super().answer(reply)
 
 
 def record(store: RedisStore) -> int:

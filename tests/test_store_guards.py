@@ -7,7 +7,6 @@ fail, and share state between threads that do not share memory.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -241,20 +240,3 @@ def test_cache_computes_when_redis_is_down() -> None:
         assert cache.get_or_compute(KEY, lambda: "computed") == "computed"
         cache.insert(KEY, "dropped")
         assert store.failure_count >= 4
-
-
-def test_asyncio_tasks_share_one_computation(store: RedisStore) -> None:
-    cache: DedupCache[str] = DedupCache(store=store)
-    calls: list[int] = []
-
-    async def ask() -> str:
-        calls.append(1)
-        await asyncio.sleep(0.05)
-        return "answer"
-
-    async def main() -> list[str]:
-        return list(await asyncio.gather(*(cache.aget_or_compute(KEY, ask) for _ in range(5))))
-
-    assert asyncio.run(main()) == ["answer"] * 5
-    assert len(calls) == 1
-    assert cache.stats.summary() == "requests=5 hits=4 misses=1 evictions=0 hit_rate=80.0%"

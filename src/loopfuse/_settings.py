@@ -50,6 +50,5 @@ def env_int(env: Mapping[str, str], name: str, default: int, minimum: int, what:
     except ValueError:
         value = None
     if value is None or value < minimum:
-        suffix = " number of seconds" if name == "LOOP_WINDOW_SECS" else ""
-        raise ConfigError(f"{name} must be a {what}{suffix}, got {raw!r}")
+        raise ConfigError(f"{name} must be a {what}, got {raw!r}")
     return value

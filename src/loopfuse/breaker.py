@@ -16,10 +16,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
+from loopfuse._breaker_decision import LoopDecision
 from loopfuse._settings import count_setting, env_int, window_seconds
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
@@ -36,41 +36,6 @@ DEFAULT_WINDOW_SECS: Final = 30.0
 DEFAULT_MAX_REPEATS: Final = 5
 DEFAULT_MAX_SAMPLES_PER_SESSION: Final = 256
 DEFAULT_MAX_SESSIONS: Final = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class LoopDecision:
-    """What :meth:`LoopBreaker.check` decided about one request.
-
-    ``repeats`` counts the live samples with this fingerprint in the session's window,
-    this request included. ``error`` is set when the guard failed internally and let
-    the request through (fail-open) — or refused it, with ``fail_closed=True``.
-    """
-
-    allowed: bool
-    repeats: int
-    session_id: str
-    fingerprint: int | None
-    max_repeats: int
-    window: float
-    error: str | None = None
-
-    @property
-    def message(self) -> str:
-        """A sentence a person or a model can act on."""
-        if self.error is not None:
-            verdict = "allowed" if self.allowed else "refused"
-            return f"loopfuse: request {verdict} because the loop guard failed: {self.error}"
-        if self.allowed:
-            return f"loopfuse: request allowed ({self.repeats} of {self.max_repeats} in window)"
-        # The one wording of a breaker refusal: the integrations hand it to the model too,
-        # so it names no session (which may be an end user's id).
-        return (
-            f"Loop detected: this exact request has been sent {self.repeats} times within "
-            f"{self.window:g}s (limit {self.max_repeats}). Sending it again unchanged will "
-            "not give a different result: change the request or your approach, or stop "
-            "and say what is blocking you."
-        )
 
 
 class LoopBroken(LoopfuseError):
@@ -191,7 +156,8 @@ class LoopBreaker:
         loopfuse.errors.ConfigError: LOOP_WINDOW_SECS must be a positive integer ..., got 'thirty'
         """
         env = os.environ if environ is None else environ
-        window = env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, "positive integer")
+        seconds = "positive integer number of seconds"
+        window = env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, seconds)
         repeats = env_int(env, "LOOP_MAX_REPEATS", DEFAULT_MAX_REPEATS, 0, "non-negative integer")
         return cls(window=window, max_repeats=repeats, **kwargs)  # type: ignore[arg-type]
 
@@ -369,20 +335,16 @@ class LoopBreaker:
         return _enforced(await self.acheck_request(session_id, body, path))
 
     def _failed(self, session_id: str, exc: Exception) -> LoopDecision:
-        with self._lock:
-            self.internal_errors += 1
         action = "refusing" if self.fail_closed else "allowing"
         logger.warning("loopfuse: LoopBreaker check failed, %s the request: %r", action, exc)
-        decision = LoopDecision(
-            not self.fail_closed, 0, session_id, None, self.max_repeats, self.window, repr(exc)
-        )
-        self._emit("fail_open" if decision.allowed else "fail_closed", decision)
-        return decision
+        return self._unrecorded(session_id, None, repr(exc))
 
     def _unrecorded(
-        self, session_id: str, fingerprint: int, error: str, allowed: bool = True
+        self, session_id: str, fingerprint: int | None, error: str, allowed: bool = True
     ) -> LoopDecision:
-        # The store already logged it (once per interval): count, do not log per request.
+        """The decision on a request the guard failed to count (counted in
+        ``internal_errors``, and an event). It logs nothing: ``_failed`` logs its error,
+        and a store logs its own, once per interval rather than per request."""
         with self._lock:
             self.internal_errors += 1
         allowed = allowed and not self.fail_closed

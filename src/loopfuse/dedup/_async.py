@@ -13,7 +13,7 @@ A cache built on an async-only store serves only these methods: its sync methods
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 from loopfuse.dedup import _shared, singleflight
 from loopfuse.dedup._core import MISSING, CacheCore, check_key, seconds
@@ -31,22 +31,19 @@ class AsyncDedupMethods(Generic[V]):
     """``aget``, ``ainsert``, ``apeek``, ``aclear`` and ``aget_or_compute``."""
 
     __slots__ = ()
+
+    # What DedupCache provides, declared for the type checker only: its state, and the
+    # sync methods these run in line on the in-memory store.
     _core: CacheCore[V]
     _flights: singleflight.FlightTables[V]
     events: EventSink
 
-    # DedupCache's own (sync) methods, which these run in line on the in-memory store.
-    def _emit(self, action: EventAction, reason: str | None = None) -> None:
-        raise NotImplementedError
+    if TYPE_CHECKING:
 
-    def get(self, key: RequestKey) -> V | None:
-        raise NotImplementedError
-
-    def peek(self, key: RequestKey) -> CachedResponse[V] | None:
-        raise NotImplementedError
-
-    def clear(self) -> None:
-        raise NotImplementedError
+        def _emit(self, action: EventAction, reason: str | None = None) -> None: ...
+        def get(self, key: RequestKey) -> V | None: ...
+        def peek(self, key: RequestKey) -> CachedResponse[V] | None: ...
+        def clear(self) -> None: ...
 
     async def aget(self, key: RequestKey) -> V | None:
         """:meth:`~loopfuse.dedup.DedupCache.get`, awaited."""

@@ -163,7 +163,7 @@ def request_material(body: object, path: str = "") -> bytes:
     analysis = intent.analyse(body, ignore=IGNORED_PARAMS)
     if analysis.value is intent.NOT_JSON:
         return _raw_material(body, path)
-    return analysis_material(analysis, path)
+    return _json_material(analysis, path)
 
 
 def analysis_material(analysis: intent.Analysis, path: str = "") -> bytes:
@@ -186,9 +186,14 @@ def analysis_material(analysis: intent.Analysis, path: str = "") -> bytes:
         raise InvalidInputError(
             "the analysis must be made with intent.analyse(body, ignore=IGNORED_PARAMS)"
         )
-    value, dialect, intent_bytes = analysis.value, analysis.key_dialect, analysis.intent
-    if value is intent.NOT_JSON:
+    if analysis.value is intent.NOT_JSON:
         raise InvalidInputError("the body is not JSON: key it with RequestKey.from_request")
+    return _json_material(analysis, path)
+
+
+def _json_material(analysis: intent.Analysis, path: str) -> bytes:
+    """The material of a JSON body's analysis (made with ``ignore=IGNORED_PARAMS``)."""
+    value, dialect, intent_bytes = analysis.value, analysis.key_dialect, analysis.intent
     if dialect is None or intent_bytes is None or not isinstance(value, dict):
         # The value is written on its own, not inside the wrapper: the wrapper adds a
         # level, and a body nested exactly MAX_DEPTH deep is JSON and must get a key.

@@ -194,12 +194,14 @@ class Layout:
             raise ConfigError(f"key_prefix must be a str, not {type(key_prefix).__name__}")
         if time_source not in ("redis", "caller"):
             raise ConfigError(f"time_source must be 'redis' or 'caller', got {time_source!r}")
-        if isinstance(max_ttl, bool) or not isinstance(max_ttl, int | float) or not max_ttl > 0:
+        if (
+            isinstance(max_ttl, bool)
+            or not isinstance(max_ttl, int | float)
+            or not 0 < max_ttl < math.inf
+        ):
             raise ConfigError(f"max_ttl must be a positive, finite number of seconds: {max_ttl!r}")
         self.prefix = key_prefix
         self.time_source: str = time_source
-        if max_ttl == math.inf:
-            raise ConfigError(f"max_ttl must be a positive, finite number of seconds: {max_ttl!r}")
         self.max_ttl = float(max_ttl)
 
     def session_keys(self, session_id: object) -> tuple[str, str]:
@@ -323,11 +325,8 @@ class RedisOperations:
     def set(
         self, key_value: int, digest: bytes | None, value: object, ttl: float, now: float
     ) -> Operation[None]:
-        key, digest, seconds = (
-            self.layout.entry_key(key_value),
-            check_digest(digest),
-            check_ttl(ttl),
-        )
+        key, digest = self.layout.entry_key(key_value), check_digest(digest)
+        seconds = check_ttl(ttl)
         try:
             payload = self.codec.encode(value)
         except Exception as exc:
@@ -384,7 +383,7 @@ class RedisOperations:
                 with self._lock:
                     self._collisions += 1
             return None
-        value = self._decode(payload, MISS)
+        value = self._decode(payload)
         return None if value is MISS else StoredEntry(value, created_at, ttl, 0)
 
     def _unpack(self, blob: object) -> tuple[bytes | None, float, float, bytes] | None:
@@ -394,9 +393,9 @@ class RedisOperations:
             self.trap.junk("decode", exc)
             return None
 
-    def _decode(self, payload: bytes, junk: object) -> object:
+    def _decode(self, payload: bytes) -> object:
         try:
             return self.codec.decode(payload)
         except Exception as exc:  # junk or another codec's bytes: a miss, not an outage
             self.trap.junk("decode", exc)
-            return junk
+            return MISS

@@ -115,22 +115,23 @@ class GuardSteps:
         return self._decided(prepared, "note", loop, noted)
 
     def _forward(self, prepared: Prepared, cache_key: RequestKey | None = None) -> GuardDecision:
-        decision = self._decided(prepared, "forward", None)
+        counted = self._counted(prepared)
         if self.cache is None:
-            return replace(decision, cache_reason="no cache is configured")
-        cached, junk = _cache_controls.forwarded(
-            decision,
-            prepared,
-            self.cache_streams,
-            self.cache_sampled,
-            self.cache_namespace,
-            cache_key,
+            reason = "no cache is configured"
+            return prepared.decision("forward", None, counted, cache_reason=reason)
+        chosen, key = _cache_controls.forwarded(
+            prepared, self.cache_streams, self.cache_sampled, self.cache_namespace, cache_key
         )
-        self._report.fallbacks(junk, prepared.integration)
-        return cached
+        self._report.fallbacks(chosen.junk, prepared.integration)
+        return prepared.decision(
+            "forward", None, counted, cache=chosen.use, cache_key=key, cache_reason=chosen.reason
+        )
 
     def _decided(
         self, prepared: Prepared, action: Any, loop: Loop | None, noted: object = None
     ) -> GuardDecision:
-        counted = self.breaker is not None and prepared.session is not None and not prepared.retry
-        return prepared.decision(action, loop, counted, noted)
+        return prepared.decision(action, loop, self._counted(prepared), noted)
+
+    def _counted(self, prepared: Prepared) -> bool:
+        """Whether the breaker counted ``prepared`` (a retry of a failed attempt is not)."""
+        return self.breaker is not None and prepared.session is not None and not prepared.retry

@@ -46,6 +46,17 @@ _END_USER_FIELDS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
 }
 
 
+# Where each dialect puts a sampling seed, the number of choices and the temperature
+# (OpenAI and Anthropic top level, Gemini generationConfig, Ollama options).
+_SEED_FIELDS: Final = (("seed",), ("generationConfig", "seed"), ("options", "seed"))
+_CHOICES_FIELDS: Final = (("n",), ("generationConfig", "candidateCount"))
+_TEMPERATURE_FIELDS: Final = (
+    ("temperature",),
+    ("generationConfig", "temperature"),
+    ("options", "temperature"),
+)
+
+
 def _field(value: Mapping[str, Any], path: tuple[str, ...]) -> object:
     found: object = value
     for name in path:
@@ -139,13 +150,7 @@ def sampling_identity(value: Mapping[str, Any]) -> dict[str, object] | None:
     True
     """
     found: dict[str, object] = {}
-    for path in (
-        ("seed",),
-        ("n",),
-        ("generationConfig", "seed"),
-        ("generationConfig", "candidateCount"),
-        ("options", "seed"),
-    ):
+    for path in (*_SEED_FIELDS, *_CHOICES_FIELDS):
         field = _field(value, path)
         if _scalar(field):
             found[".".join(path)] = field
@@ -163,13 +168,9 @@ def is_sampled(value: Mapping[str, Any]) -> bool:
     >>> is_sampled({"options": {"temperature": 0}}), is_sampled({})
     (False, False)
     """
-    seeded = any(
-        _field(value, path) is not None
-        for path in (("seed",), ("generationConfig", "seed"), ("options", "seed"))
-    )
-    if seeded:
+    if any(_field(value, path) is not None for path in _SEED_FIELDS):
         return False
-    for path in (("temperature",), ("generationConfig", "temperature"), ("options", "temperature")):
+    for path in _TEMPERATURE_FIELDS:
         found = _field(value, path)
         if isinstance(found, int | float) and not isinstance(found, bool) and found > 0:
             return True

@@ -54,6 +54,13 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+def laps(lap: Callable[[], None], most: int = 20) -> None:
+    """Run an agent's laps until loopfuse stops it (its error propagates)."""
+    for _ in range(most):
+        lap()
+    raise AssertionError(f"the agent was never stopped in {most} laps")
+
+
 @contextmanager
 def json_backend(name: str) -> Iterator[None]:
     """Run the block with ``loopfuse.intent`` parsing through ``name`` ("json"/"orjson")."""

@@ -14,6 +14,7 @@ import pytest
 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
+from conftest import laps  # noqa: E402
 from dialect_rules import (  # noqa: E402
     check_anthropic,
     check_gemini,
@@ -43,13 +44,6 @@ class Recorder:
 
     def noted(self) -> list[dict[str, Any]]:
         return [body for body in self.bodies if NOTE in json.dumps(body)]
-
-
-def laps(lap: Callable[[], None], most: int = 20) -> None:
-    """Run an agent's laps until loopfuse stops it (its error propagates)."""
-    for _ in range(most):
-        lap()
-    raise AssertionError(f"the agent was never stopped in {most} laps")
 
 
 def transport(lib: Any, upstream: Recorder) -> GuardTransport:

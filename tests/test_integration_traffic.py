@@ -17,7 +17,7 @@ import pytest
 openai = pytest.importorskip("openai", reason="the openai extra is not installed")
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
-from conftest import FakeClock  # noqa: E402
+from conftest import FakeClock, laps  # noqa: E402
 from loopfuse import GuardEvent, LoopBreaker  # noqa: E402
 from loopfuse.integrations import Guard, loop_message  # noqa: E402
 from loopfuse.integrations.httpx import AsyncGuardTransport, GuardTransport  # noqa: E402
@@ -228,11 +228,24 @@ def test_another_seed_or_more_choices_is_another_request(clock: FakeClock) -> No
         client.chat.completions.create(model="gpt-4o", messages=QUESTION, user="x", temperature=0.6)
 
 
-def laps(lap: Callable[[], None], most: int = 20) -> None:
-    """Run an agent's laps until loopfuse stops it (its error propagates)."""
-    for _ in range(most):
-        lap()
-    raise AssertionError(f"the agent was never stopped in {most} laps")
+def stuck_agent(client: Any) -> Callable[[], None]:
+    """An agent's lap: send the conversation, run the call that comes back, fail the
+    same way ("Error 2") every time."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+
+    def lap() -> None:
+        reply = client.chat.completions.create(model="gpt-4o", messages=messages)
+        call = reply.choices[0].message.tool_calls[0]
+        messages.append(reply.choices[0].message.model_dump(exclude_none=True))
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
+
+    return lap
+
+
+def is_noted(body: dict[str, Any]) -> bool:
+    """Whether a Chat body the agent sent carries a note: it ends on a user turn after
+    the first (the agent's own turns end on tool results)."""
+    return body["messages"][-1]["role"] == "user" and len(body["messages"]) > 1
 
 
 def stuck_upstream(bodies: list[dict[str, Any]]) -> Callable[[Any], Any]:
@@ -252,17 +265,9 @@ def test_warn_is_the_default_a_note_first_then_a_refusal(clock: FakeClock) -> No
     bodies: list[dict[str, Any]] = []
     client = client_for(stuck_upstream(bodies), clock, breaker=None, on_event=events.append)
     assert client.guard.mode == "warn"
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
-
-    def lap() -> None:
-        reply = client.chat.completions.create(model="gpt-4o", messages=messages)
-        call = reply.choices[0].message.tool_calls[0]
-        messages.append(reply.choices[0].message.model_dump(exclude_none=True))
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
-
     with pytest.raises(openai.BadRequestError) as caught:
-        laps(lap)
-    noted = [b for b in bodies if b["messages"][-1]["role"] == "user" and len(b["messages"]) > 1]
+        laps(stuck_agent(client))
+    noted = [body for body in bodies if is_noted(body)]
     assert len(noted) == 1  # one note, on the last request that went out
     assert noted[0] is bodies[-1]
     assert noted[0]["messages"][-1]["content"].startswith("[loopfuse] Loop detected: you called")
@@ -282,8 +287,7 @@ def test_a_retry_of_a_noted_request_is_noted_again_not_refused(clock: FakeClock)
 
     def flaky(request: Any) -> Any:
         body = json.loads(request.content)
-        noted = body["messages"][-1]["role"] == "user" and len(body["messages"]) > 1
-        if noted and failures[0] < 2:  # the noted request meets a 429, twice
+        if is_noted(body) and failures[0] < 2:  # the noted request meets a 429, twice
             failures[0] += 1
             bodies.append(body)
             clock.advance(1)
@@ -293,17 +297,9 @@ def test_a_retry_of_a_noted_request_is_noted_again_not_refused(clock: FakeClock)
         return answer(request)
 
     client = client_for(flaky, clock, max_retries=3, breaker=None)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
-
-    def lap() -> None:
-        reply = client.chat.completions.create(model="gpt-4o", messages=messages)
-        call = reply.choices[0].message.tool_calls[0]
-        messages.append(reply.choices[0].message.model_dump(exclude_none=True))
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
-
     with pytest.raises(openai.BadRequestError):
-        laps(lap)
-    noted = [b for b in bodies if b["messages"][-1]["role"] == "user" and len(b["messages"]) > 1]
+        laps(stuck_agent(client))
+    noted = [body for body in bodies if is_noted(body)]
     assert len(noted) == 3  # the noted request and its two retries, all with the note
     assert noted[0] == noted[1] == noted[2]
 

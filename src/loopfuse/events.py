@@ -3,7 +3,7 @@
 One small API for the breaker, the cache, the integrations' ``Guard`` and every
 integration: pass ``on_event=callback`` and ``callback`` receives a :class:`GuardEvent`
 (frozen) each time something worth counting happens. loopfuse does no I/O for it: route
-events to your logs, metrics or traces (:mod:`loopfuse.otel` turns them into
+events to your logs, metrics or traces (:mod:`loopfuse.integrations.otel` turns them into
 OpenTelemetry signals).
 
 A callback that raises never breaks the request it reports on: the error is caught,

@@ -14,12 +14,12 @@ request **bypasses the cache** (never a shared pool two tenants could both land 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from loopfuse.dedup import RequestKey
 from loopfuse.integrations import _facts
-from loopfuse.integrations._decision import CacheUse, GuardDecision
+from loopfuse.integrations._decision import CacheUse
 from loopfuse.integrations._prepared import Prepared
 
 __all__ = [
@@ -166,16 +166,14 @@ def scoped_key(key: RequestKey, scope: str, streaming: bool, space: str | None) 
 
 
 def forwarded(
-    decision: GuardDecision,
     prepared: Prepared,
     cache_streams: bool,
     cache_sampled: bool,
     cache_namespace: str | None,
     cache_key: RequestKey | None = None,
-) -> tuple[GuardDecision, tuple[str, ...]]:
-    """A forwarded request's decision with the cache's part filled in: whether the cache
-    is used or bypassed (and why), and the key (``cache_key``, when the caller has it
-    already); with the junk inputs met on the way."""
+) -> tuple[CachePlan, RequestKey | None]:
+    """The cache plan of a forwarded request and, unless it bypasses the cache, the key
+    its answer goes under (built on ``cache_key`` when the caller has it already)."""
     chosen = plan(
         streaming=prepared.streaming,
         cache_streams=cache_streams,
@@ -186,7 +184,6 @@ def forwarded(
         namespace_option=cache_namespace,
     )
     if chosen.use == "bypass":
-        return replace(decision, cache_reason=chosen.reason), chosen.junk
+        return chosen, None
     key = cache_key or RequestKey.from_analysis(prepared.analysis, prepared.path)
-    scoped = scoped_key(key, prepared.scope, prepared.streaming, chosen.namespace)
-    return replace(decision, cache=chosen.use, cache_key=scoped), chosen.junk
+    return chosen, scoped_key(key, prepared.scope, prepared.streaming, chosen.namespace)

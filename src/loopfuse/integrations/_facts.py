@@ -14,7 +14,7 @@ Pure functions over parsed JSON values, each dialect's fields named once here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from blake3 import blake3
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_SESSION_CHARS",
     "conversation_anchor",
     "end_user",
+    "first_text",
     "is_sampled",
     "is_streaming",
     "sampling_identity",
@@ -43,6 +44,17 @@ _END_USER_FIELDS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
     "gemini": (),
     "ollama": (),
 }
+
+
+# Where each dialect puts a sampling seed, the number of choices and the temperature
+# (OpenAI and Anthropic top level, Gemini generationConfig, Ollama options).
+_SEED_FIELDS: Final = (("seed",), ("generationConfig", "seed"), ("options", "seed"))
+_CHOICES_FIELDS: Final = (("n",), ("generationConfig", "candidateCount"))
+_TEMPERATURE_FIELDS: Final = (
+    ("temperature",),
+    ("generationConfig", "temperature"),
+    ("options", "temperature"),
+)
 
 
 def _field(value: Mapping[str, Any], path: tuple[str, ...]) -> object:
@@ -70,14 +82,23 @@ def end_user(value: Mapping[str, Any], api: str) -> tuple[str | None, list[str]]
     >>> end_user({"user": "u-1"}, "gemini")
     (None, [])
     """
+    fields = _END_USER_FIELDS.get(api, ())
+    return first_text((".".join(path), _field(value, path)) for path in fields)
+
+
+def first_text(candidates: Iterable[tuple[str, object]]) -> tuple[str | None, list[str]]:
+    """The first non-empty string among named ``candidates`` (``None`` ones are absent),
+    and a note for each junk one met before it (present, but not a non-empty string).
+
+    >>> first_text([("a", None), ("b", 42), ("c", "u-1"), ("d", [])])
+    ('u-1', ['b is a int, not a non-empty string'])
+    """
     junk: list[str] = []
-    for path in _END_USER_FIELDS.get(api, ()):
-        found = _field(value, path)
-        if found is None:
-            continue
+    for name, found in candidates:
         if isinstance(found, str) and found:
             return found, junk
-        junk.append(f"{'.'.join(path)} is a {type(found).__name__}, not a non-empty string")
+        if found is not None:
+            junk.append(f"{name} is a {type(found).__name__}, not a non-empty string")
     return None, junk
 
 
@@ -129,13 +150,7 @@ def sampling_identity(value: Mapping[str, Any]) -> dict[str, object] | None:
     True
     """
     found: dict[str, object] = {}
-    for path in (
-        ("seed",),
-        ("n",),
-        ("generationConfig", "seed"),
-        ("generationConfig", "candidateCount"),
-        ("options", "seed"),
-    ):
+    for path in (*_SEED_FIELDS, *_CHOICES_FIELDS):
         field = _field(value, path)
         if _scalar(field):
             found[".".join(path)] = field
@@ -153,13 +168,9 @@ def is_sampled(value: Mapping[str, Any]) -> bool:
     >>> is_sampled({"options": {"temperature": 0}}), is_sampled({})
     (False, False)
     """
-    seeded = any(
-        _field(value, path) is not None
-        for path in (("seed",), ("generationConfig", "seed"), ("options", "seed"))
-    )
-    if seeded:
+    if any(_field(value, path) is not None for path in _SEED_FIELDS):
         return False
-    for path in (("temperature",), ("generationConfig", "temperature"), ("options", "temperature")):
+    for path in _TEMPERATURE_FIELDS:
         found = _field(value, path)
         if isinstance(found, int | float) and not isinstance(found, bool) and found > 0:
             return True

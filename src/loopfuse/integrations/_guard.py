@@ -28,15 +28,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
-from loopfuse.breaker import LoopBreaker, LoopDecision
+from loopfuse.breaker import LoopBreaker
 from loopfuse.dedup import DedupCache, RequestKey
 from loopfuse.errors import ConfigError
-from loopfuse.events import EventAction, EventCallback, EventSink
-from loopfuse.integrations import _cache_controls
+from loopfuse.events import EventCallback, EventSink
+from loopfuse.integrations import _prepared
 from loopfuse.integrations._decision import (
     DEFAULT,
     GuardDecision,
-    Loop,
     Mode,
     Scanner,
     ScanVerdict,
@@ -44,9 +43,8 @@ from loopfuse.integrations._decision import (
     failed_message,
 )
 from loopfuse.integrations._guard_steps import GuardSteps
-from loopfuse.integrations._notes import add_note
 from loopfuse.integrations._options import GuardOptions, checked_options, default_detector
-from loopfuse.integrations._prepared import Prepared, prepare
+from loopfuse.integrations._prepared import Prepared
 from loopfuse.integrations._records import RetryLedger, TimedRecords, retryable
 from loopfuse.integrations._reporting import Reporter
 from loopfuse.integrations._shapes import error_format
@@ -56,7 +54,6 @@ __all__ = ["Guard", "GuardOptions", "build_guard", "default_detector"]
 logger = logging.getLogger("loopfuse")
 
 _NOTES_KEPT: Final = 10_000
-_IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
 
 
 class Guard(GuardSteps):
@@ -121,10 +118,10 @@ class Guard(GuardSteps):
         breaker, detector = checked_options(
             mode, breaker, detector, cache, cache_namespace, shared_session, clock
         )
-        self.breaker: LoopBreaker | None = breaker
-        self.detector: Scanner | None = detector
-        self.cache: DedupCache[Any] | None = cache
-        self.mode: Mode = mode
+        self.breaker = breaker
+        self.detector = detector
+        self.cache = cache
+        self.mode = mode
         self.cache_streams = bool(cache_streams)
         self.cache_sampled = bool(cache_sampled)
         self.cache_namespace = cache_namespace
@@ -132,14 +129,12 @@ class Guard(GuardSteps):
         self.fail_closed = bool(fail_closed)
         if clock is None:
             clock = time.monotonic if self.breaker is None else self.breaker.clock
-        self.clock: Callable[[], float] = clock
+        self.clock = clock
         self.internal_errors = 0
         """How many checks failed internally (let through unless ``fail_closed``)."""
         self._report = Reporter(on_event)
         self._retries = RetryLedger()
-        self._notes: TimedRecords[tuple[str, str, str], bool] = TimedRecords(
-            _NOTES_KEPT, warn_window
-        )
+        self._notes = TimedRecords(_NOTES_KEPT, warn_window)
         self._lock = threading.Lock()
 
     @property
@@ -182,47 +177,71 @@ class Guard(GuardSteps):
             return begun
         return self.check_prepared(begun)
 
-    def _begin(
+    async def acheck(
         self,
         body: object,
-        path: str,
-        session_id: object,
-        scope: str,
-        streaming: bool | None,
-        control: str | None,
-        space: str | None,
-        integration: str | None,
-    ) -> Prepared | GuardDecision:
-        """The parse of ``check`` and ``acheck``, or the decision when there is nothing
-        to check (not an LLM request) or the parse failed (fail open)."""
-        try:
-            prepared = self._prepare(
-                body, path, session_id, scope, streaming, control, space, integration
-            )
-        except Exception as exc:  # fail open: a guard must never take the request path down
-            return self.failure(exc, path, integration)
-        return _unchecked(integration) if prepared is None else prepared
+        *,
+        path: str = "",
+        session_id: str | None = None,
+        scope: str = "",
+        streaming: bool | None = None,
+        cache_control: str | None = None,
+        namespace: str | None = None,
+        integration: str | None = None,
+    ) -> GuardDecision:
+        """``check`` for asyncio (the same keywords and decisions): the breaker's store is
+        awaited (an :class:`~loopfuse.stores.redis.AsyncRedisStore`, or a sync store in a
+        worker thread), so the event loop never waits for it. The in-memory store is
+        checked in line.
 
-    def _prepare(
+        >>> import asyncio
+        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
+        >>> [asyncio.run(guard.acheck(body, session_id="s")).action for _ in range(2)]
+        ['forward', 'refuse']
+        """
+        begun = self._begin(
+            body, path, session_id, scope, streaming, cache_control, namespace, integration
+        )
+        if not isinstance(begun, Prepared):
+            return begun
+        try:
+            counted = None
+            if self.breaker is not None and begun.session is not None and not begun.retry:
+                counted = await self.breaker.acheck(begun.session, begun.fingerprint)
+            return self._finish(begun, counted)
+        except ConfigError:
+            raise  # a misuse of the guard, not a request it failed to check
+        except Exception as exc:  # fail open: a guard must never take the request path down
+            return self.failure(exc, begun.path, begun.integration)
+
+    def prepare(
         self,
         body: object,
-        path: str,
-        session_id: object,
-        scope: str,
-        streaming: bool | None,
-        control: str | None,
-        space: str | None,
-        integration: str | None,
+        *,
+        path: str = "",
+        session_id: str | None = None,
+        scope: str = "",
+        streaming: bool | None = None,
+        cache_control: str | None = None,
+        namespace: str | None = None,
+        integration: str | None = None,
     ) -> Prepared | None:
-        prepared, junk = prepare(
+        """The first step of ``check``: one parse of ``body`` (the same keywords).
+
+        ``None`` for a body that is not an LLM request of a known dialect (``check``
+        forwards those unchecked). An internal error is raised, not caught:
+        ``check`` would have let the request through (see ``Guard.failure``).
+        """
+        prepared, junk = _prepared.prepare(
             body,
             path=path,
             session_id=session_id,
             shared_session=self.shared_session,
             scope=scope,
             streaming=streaming,
-            cache_control=control,
-            namespace=space,
+            cache_control=cache_control,
+            namespace=namespace,
             integration=integration,
         )
         self._report.fallbacks(junk, integration)
@@ -231,90 +250,65 @@ class Guard(GuardSteps):
         retry, noted = self._retries.take((prepared.identity, prepared.fingerprint), self.clock())
         return replace(prepared, retry=retry, retry_noted=noted) if retry else prepared
 
-    def _count(self, prepared: Prepared) -> LoopDecision | None:
-        """The breaker's verdict on a prepared request, or ``None`` when it is not counted."""
-        if self.breaker is None or prepared.session is None or prepared.retry:
-            return None
-        return self.breaker.check(prepared.session, prepared.fingerprint)
-
-    def _finish(
+    def check_prepared(
         self,
         prepared: Prepared,
-        counted: LoopDecision | None,
+        *,
         verdict: ScanVerdict | None = None,
         cache_key: RequestKey | None = None,
     ) -> GuardDecision:
-        if prepared.retry and self.breaker is not None and prepared.session is not None:
-            self._report.about("retry_forgiven", "breaker", prepared, reason="a retry")
-        loop: Loop | None = None
-        if counted is not None and counted.error is not None:
-            action: EventAction = "fail_open" if counted.allowed else "fail_closed"
-            self._report.about(
-                action, "breaker", prepared, kind="guard_failed", reason=counted.error
+        """The rest of ``check`` for a request :meth:`prepare` made.
+
+        ``verdict`` is the detector's verdict on the request and ``cache_key`` the key
+        to plan the cache with, when the caller already has them; left out, they are
+        computed as ``check`` computes them. A verdict is only read when the detector is
+        on and the breaker let the request go, as in ``check``.
+
+        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
+        >>> prepared = guard.prepare(body, session_id="s")
+        >>> [guard.check_prepared(prepared).action for _ in range(2)]
+        ['forward', 'refuse']
+        """
+        try:
+            counted = None  # the one step that touches the breaker's store (acheck awaits it)
+            if self.breaker is not None and prepared.session is not None and not prepared.retry:
+                counted = self.breaker.check(prepared.session, prepared.fingerprint)
+            return self._finish(prepared, counted, verdict, cache_key)
+        except ConfigError:
+            raise  # a sync check on an async-only store: a programming error, not a failure
+        except Exception as exc:  # fail open (or closed): a guard never takes a request down
+            return self.failure(exc, prepared.path, prepared.integration)
+
+    def _begin(
+        self,
+        body: object,
+        path: str,
+        session_id: str | None,
+        scope: str,
+        streaming: bool | None,
+        control: str | None,
+        space: str | None,
+        integration: str | None,
+    ) -> Prepared | GuardDecision:
+        """:meth:`prepare` for ``check`` and ``acheck``, or the decision when there is
+        nothing to check (not an LLM request) or the parse failed (fail open)."""
+        try:
+            prepared = self.prepare(
+                body,
+                path=path,
+                session_id=session_id,
+                scope=scope,
+                streaming=streaming,
+                cache_control=control,
+                namespace=space,
+                integration=integration,
             )
-            if not counted.allowed:
-                failed = Loop("breaker", "guard_failed", failed_message(counted.error))
-                return self._decided(prepared, "refuse", failed)
-        elif counted is not None and not counted.allowed:
-            signature = f"{prepared.fingerprint:016x}"
-            loop = Loop("breaker", "repeated_request", counted.message, signature, counted.repeats)
-        if loop is None and prepared.retry_noted is not None:
-            return self._note(prepared, prepared.retry_noted)  # a retry is noted like its try
-        if loop is None and self.detector is not None:
-            if verdict is None:
-                verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
-            if not verdict.ok:
-                code = verdict.kind or "loop"
-                message = verdict.message or f"loopfuse: loop detected ({code})"
-                names = tuple(verdict.tool_names)
-                loop = Loop("detector", code, message, verdict.signature, verdict.count, names)
-        if loop is not None:
-            return self._intervene(prepared, loop)
-        return self._forward(prepared, cache_key)
-
-    def _intervene(self, prepared: Prepared, loop: Loop) -> GuardDecision:
-        if self.mode == "refuse":
-            return self._refuse(prepared, loop)
-        if self.mode == "warn":
-            key = (prepared.owner(), loop.code, loop.signature or "")
-            now = self.clock()
-            if self._notes.get(key, now) is not None:
-                ignored = replace(loop, message=f"{loop.message} {_IGNORED_NOTE}")
-                return self._refuse(prepared, ignored)
-            self._notes.put(key, True, now)
-        return self._note(prepared, loop)
-
-    def _refuse(self, prepared: Prepared, loop: Loop) -> GuardDecision:
-        self._report.about("loop_refused", loop.guard, prepared, loop)
-        return self._decided(prepared, "refuse", loop)
-
-    def _note(self, prepared: Prepared, loop: Loop) -> GuardDecision:
-        noted = add_note(prepared.value, prepared.fmt, f"[loopfuse] {loop.message}")
-        if noted is None:  # no place for a note in this body: warn stops, note lets it go
-            return self._refuse(prepared, loop) if self.mode == "warn" else self._forward(prepared)
-        self._report.about("loop_noted", loop.guard, prepared, loop)
-        return self._decided(prepared, "note", loop, noted)
-
-    def _forward(self, prepared: Prepared, cache_key: RequestKey | None = None) -> GuardDecision:
-        decision = self._decided(prepared, "forward", None)
-        if self.cache is None:
-            return replace(decision, cache_reason="no cache is configured")
-        cached, junk = _cache_controls.forwarded(
-            decision,
-            prepared,
-            self.cache_streams,
-            self.cache_sampled,
-            self.cache_namespace,
-            cache_key,
-        )
-        self._report.fallbacks(junk, prepared.integration)
-        return cached
-
-    def _decided(
-        self, prepared: Prepared, action: Any, loop: Loop | None, noted: object = None
-    ) -> GuardDecision:
-        counted = self.breaker is not None and prepared.session is not None and not prepared.retry
-        return prepared.decision(action, loop, counted, noted)
+        except Exception as exc:  # fail open: a guard must never take the request path down
+            return self.failure(exc, path, integration)
+        if prepared is None:  # not an LLM request of a known dialect
+            return GuardDecision("forward", integration=integration, cache_reason="not checked")
+        return prepared
 
     def outcome(
         self,
@@ -381,11 +375,6 @@ class Guard(GuardSteps):
             f"Guard(breaker={self.breaker!r}, detector={self.detector!r}, cache={self.cache!r}, "
             f"mode={self.mode!r})"
         )
-
-
-def _unchecked(integration: str | None) -> GuardDecision:
-    """The decision for a body that is not an LLM request of a known dialect."""
-    return GuardDecision("forward", integration=integration, cache_reason="not checked")
 
 
 def build_guard(guard: Guard | None, options: GuardOptions) -> Guard:

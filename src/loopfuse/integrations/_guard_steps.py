@@ -1,64 +1,58 @@
-"""The :class:`~loopfuse.integrations.Guard` decision taken other ways than ``check``.
+"""``GuardSteps``: the :class:`~loopfuse.integrations.Guard`'s decision on a parsed request.
 
-:meth:`Guard.check <loopfuse.integrations.Guard.check>` is one parse (``_prepare``), the
-breaker's count (``_count``, the one step that touches a store), then the decision
-(``_finish``). Built on the same steps:
+:class:`~loopfuse.integrations.Guard` holds the ways in (``check``, ``acheck``,
+``prepare`` then ``check_prepared``): each parses the request once, counts it in the
+breaker (``acheck`` awaits the breaker's store) and hands both here. What follows is the
+same for every way in: the breaker's verdict, then the detector's, then what the mode
+makes of a loop (a refusal, a note, or a refusal of a loop that went on after its note),
+and for a request that goes on, the cache plan; with the events of those decisions.
 
-- :meth:`GuardSteps.acheck`, for asyncio: the same decision, with the breaker's store
-  awaited, so the event loop never waits for it;
-- :meth:`GuardSteps.prepare` and :meth:`GuardSteps.check_prepared`, ``check`` in two
-  steps for a caller that already holds part of the decision. A caller that replays a
-  recorded conversation (``loopfuse scan``) walks it once and keeps one detector run
-  going, so it has the detector's verdict for each request before the guard would
-  compute it; it also knows which requests of the conversation are the same request.
-  It hands those in and still gets exactly the decision ``check`` makes: the same
-  breaker count, the same order of the guards, the same modes, cache plan, events and
-  failing open.
+No I/O and no parse: only the state the guard keeps (the warn-mode notes) and its
+options, which :class:`~loopfuse.integrations.Guard` sets.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Final
 
 from loopfuse.breaker import LoopBreaker, LoopDecision
-from loopfuse.dedup import RequestKey
-from loopfuse.errors import ConfigError
-from loopfuse.integrations._decision import GuardDecision, ScanVerdict
+from loopfuse.dedup import DedupCache, RequestKey
+from loopfuse.events import EventAction
+from loopfuse.integrations import _cache_controls
+from loopfuse.integrations._decision import (
+    GuardDecision,
+    Loop,
+    Mode,
+    Scanner,
+    ScanVerdict,
+    failed_message,
+)
+from loopfuse.integrations._notes import add_note
 from loopfuse.integrations._prepared import Prepared
+from loopfuse.integrations._records import TimedRecords
+from loopfuse.integrations._reporting import Reporter
 
 __all__ = ["GuardSteps"]
 
+_IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
 
-class _Steps(Protocol):
-    """The steps of ``Guard.check`` (defined in ``_guard.py``)."""
+
+class GuardSteps:
+    """The decision steps of :class:`~loopfuse.integrations.Guard` after the breaker's
+    count; its options and state are set by ``Guard.__init__``."""
 
     breaker: LoopBreaker | None
-
-    def _begin(
-        self,
-        body: object,
-        path: str,
-        session_id: object,
-        scope: str,
-        streaming: bool | None,
-        control: str | None,
-        space: str | None,
-        integration: str | None,
-    ) -> Prepared | GuardDecision: ...
-
-    def _prepare(
-        self,
-        body: object,
-        path: str,
-        session_id: object,
-        scope: str,
-        streaming: bool | None,
-        control: str | None,
-        space: str | None,
-        integration: str | None,
-    ) -> Prepared | None: ...
-
-    def _count(self, prepared: Prepared) -> LoopDecision | None: ...
+    detector: Scanner | None
+    cache: DedupCache[Any] | None
+    mode: Mode
+    cache_streams: bool
+    cache_sampled: bool
+    cache_namespace: str | None
+    clock: Callable[[], float]
+    _report: Reporter
+    _notes: TimedRecords[tuple[str, str, str], bool]
 
     def _finish(
         self,
@@ -66,104 +60,78 @@ class _Steps(Protocol):
         counted: LoopDecision | None,
         verdict: ScanVerdict | None = None,
         cache_key: RequestKey | None = None,
-    ) -> GuardDecision: ...
-
-    def failure(
-        self, exc: BaseException, path: str = "", integration: str | None = None
-    ) -> GuardDecision: ...
-
-
-class GuardSteps:
-    """``acheck``, ``prepare`` and ``check_prepared`` of :class:`~loopfuse.integrations.Guard`."""
-
-    async def acheck(
-        self: _Steps,
-        body: object,
-        *,
-        path: str = "",
-        session_id: str | None = None,
-        scope: str = "",
-        streaming: bool | None = None,
-        cache_control: str | None = None,
-        namespace: str | None = None,
-        integration: str | None = None,
     ) -> GuardDecision:
-        """``check`` for asyncio (the same keywords and decisions): the breaker's store is
-        awaited (an :class:`~loopfuse.stores.redis.AsyncRedisStore`, or a sync store in a
-        worker thread), so the event loop never waits for it. The in-memory store is
-        checked in line.
+        """The decision on ``prepared``, given the breaker's count (``None``: not
+        counted) and, when the caller has them, the detector's verdict and the cache key."""
+        if prepared.retry and self.breaker is not None and prepared.session is not None:
+            self._report.about("retry_forgiven", "breaker", prepared, reason="a retry")
+        loop: Loop | None = None
+        if counted is not None and counted.error is not None:
+            action: EventAction = "fail_open" if counted.allowed else "fail_closed"
+            self._report.about(
+                action, "breaker", prepared, kind="guard_failed", reason=counted.error
+            )
+            if not counted.allowed:
+                failed = Loop("breaker", "guard_failed", failed_message(counted.error))
+                return self._decided(prepared, "refuse", failed)
+        elif counted is not None and not counted.allowed:
+            signature = f"{prepared.fingerprint:016x}"
+            loop = Loop("breaker", "repeated_request", counted.message, signature, counted.repeats)
+        if loop is None and prepared.retry_noted is not None:
+            return self._note(prepared, prepared.retry_noted)  # a retry is noted like its try
+        if loop is None and self.detector is not None:
+            if verdict is None:
+                verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
+            if not verdict.ok:
+                code = verdict.kind or "loop"
+                message = verdict.message or f"loopfuse: loop detected ({code})"
+                names = tuple(verdict.tool_names)
+                loop = Loop("detector", code, message, verdict.signature, verdict.count, names)
+        if loop is not None:
+            return self._intervene(prepared, loop)
+        return self._forward(prepared, cache_key)
 
-        >>> import asyncio
-        >>> from loopfuse import LoopBreaker
-        >>> from loopfuse.integrations import Guard
-        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
-        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
-        >>> [asyncio.run(guard.acheck(body, session_id="s")).action for _ in range(2)]
-        ['forward', 'refuse']
-        """
-        begun = self._begin(
-            body, path, session_id, scope, streaming, cache_control, namespace, integration
+    def _intervene(self, prepared: Prepared, loop: Loop) -> GuardDecision:
+        if self.mode == "refuse":
+            return self._refuse(prepared, loop)
+        if self.mode == "warn":
+            key = (prepared.owner(), loop.code, loop.signature or "")
+            now = self.clock()
+            if self._notes.get(key, now) is not None:
+                ignored = replace(loop, message=f"{loop.message} {_IGNORED_NOTE}")
+                return self._refuse(prepared, ignored)
+            self._notes.put(key, True, now)
+        return self._note(prepared, loop)
+
+    def _refuse(self, prepared: Prepared, loop: Loop) -> GuardDecision:
+        self._report.about("loop_refused", loop.guard, prepared, loop)
+        return self._decided(prepared, "refuse", loop)
+
+    def _note(self, prepared: Prepared, loop: Loop) -> GuardDecision:
+        noted = add_note(prepared.value, prepared.fmt, f"[loopfuse] {loop.message}")
+        if noted is None:  # no place for a note in this body: warn stops, note lets it go
+            return self._refuse(prepared, loop) if self.mode == "warn" else self._forward(prepared)
+        self._report.about("loop_noted", loop.guard, prepared, loop)
+        return self._decided(prepared, "note", loop, noted)
+
+    def _forward(self, prepared: Prepared, cache_key: RequestKey | None = None) -> GuardDecision:
+        counted = self._counted(prepared)
+        if self.cache is None:
+            reason = "no cache is configured"
+            return prepared.decision("forward", None, counted, cache_reason=reason)
+        chosen, key = _cache_controls.forwarded(
+            prepared, self.cache_streams, self.cache_sampled, self.cache_namespace, cache_key
         )
-        if not isinstance(begun, Prepared):
-            return begun
-        try:
-            counted = None
-            if self.breaker is not None and begun.session is not None and not begun.retry:
-                counted = await self.breaker.acheck(begun.session, begun.fingerprint)
-            return self._finish(begun, counted)
-        except ConfigError:
-            raise  # a misuse of the guard, not a request it failed to check
-        except Exception as exc:  # fail open: a guard must never take the request path down
-            return self.failure(exc, begun.path, begun.integration)
-
-    def prepare(
-        self: _Steps,
-        body: object,
-        *,
-        path: str = "",
-        session_id: str | None = None,
-        scope: str = "",
-        streaming: bool | None = None,
-        cache_control: str | None = None,
-        namespace: str | None = None,
-        integration: str | None = None,
-    ) -> Prepared | None:
-        """The first step of ``check``: one parse of ``body`` (the same keywords).
-
-        ``None`` for a body that is not an LLM request of a known dialect (``check``
-        forwards those unchecked). An internal error is raised, not caught:
-        ``check`` would have let the request through (see ``Guard.failure``).
-        """
-        return self._prepare(
-            body, path, session_id, scope, streaming, cache_control, namespace, integration
+        self._report.fallbacks(chosen.junk, prepared.integration)
+        return prepared.decision(
+            "forward", None, counted, cache=chosen.use, cache_key=key, cache_reason=chosen.reason
         )
 
-    def check_prepared(
-        self: _Steps,
-        prepared: Prepared,
-        *,
-        verdict: ScanVerdict | None = None,
-        cache_key: RequestKey | None = None,
+    def _decided(
+        self, prepared: Prepared, action: Any, loop: Loop | None, noted: object = None
     ) -> GuardDecision:
-        """The rest of ``check`` for a request :meth:`prepare` made.
+        return prepared.decision(action, loop, self._counted(prepared), noted)
 
-        ``verdict`` is the detector's verdict on the request and ``cache_key`` the key
-        to plan the cache with, when the caller already has them; left out, they are
-        computed as ``check`` computes them. A verdict is only read when the detector is
-        on and the breaker let the request go, as in ``check``.
-
-        >>> from loopfuse import LoopBreaker
-        >>> from loopfuse.integrations import Guard
-        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
-        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
-        >>> prepared = guard.prepare(body, session_id="s")
-        >>> [guard.check_prepared(prepared).action for _ in range(2)]
-        ['forward', 'refuse']
-        """
-        try:
-            # The one step that touches the breaker's store (acheck awaits it).
-            return self._finish(prepared, self._count(prepared), verdict, cache_key)
-        except ConfigError:
-            raise  # a sync check on an async-only store: a programming error, not a failure
-        except Exception as exc:  # fail open (or closed): a guard never takes a request down
-            return self.failure(exc, prepared.path, prepared.integration)
+    def _counted(self, prepared: Prepared) -> bool:
+        """Whether the breaker counted ``prepared`` (a retry of a failed attempt is not)."""
+        return self.breaker is not None and prepared.session is not None and not prepared.retry

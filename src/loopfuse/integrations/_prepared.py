@@ -12,9 +12,10 @@ from typing import Any
 
 from blake3 import blake3
 
+from loopfuse.dedup import RequestKey
 from loopfuse.dedup.request import IGNORED_PARAMS
 from loopfuse.integrations import _facts
-from loopfuse.integrations._decision import Attempt, GuardDecision, Loop
+from loopfuse.integrations._decision import Attempt, CacheUse, GuardDecision, Loop
 from loopfuse.integrations._shapes import ErrorFormat, error_format
 from loopfuse.intent import Analysis, analyse, canonical_json, fingerprint_canonical
 
@@ -50,10 +51,20 @@ class Prepared:
         return self.session or ""
 
     def decision(
-        self, action: Any, loop: Loop | None, counted: bool, noted: object = None
+        self,
+        action: Any,
+        loop: Loop | None,
+        counted: bool,
+        noted: object = None,
+        *,
+        cache: CacheUse = "bypass",
+        cache_key: RequestKey | None = None,
+        cache_reason: str | None = None,
     ) -> GuardDecision:
         """The guard's decision on this request: ``action`` for ``loop`` (if any);
-        ``counted`` when the breaker counted it; ``noted`` is the body with a note."""
+        ``counted`` when the breaker counted it; ``noted`` is the body with a note. The
+        cache plan (``cache``, ``cache_key``, ``cache_reason``) is a forwarded request's:
+        a request refused or noted for a loop bypasses the cache."""
         attempt = Attempt(self.identity, self.fingerprint, counted, None if noted is None else loop)
         return GuardDecision(
             action,
@@ -67,7 +78,9 @@ class Prepared:
             count=0 if loop is None else loop.count,
             tool_names=() if loop is None else loop.tool_names,
             session=self.session if counted else None,
-            cache_reason=None if loop is None else f"the request was {action}d",
+            cache=cache,
+            cache_key=cache_key,
+            cache_reason=cache_reason if loop is None else f"the request was {action}d",
             attempt=attempt,
             integration=self.integration,
         )

@@ -31,6 +31,7 @@ from loopfuse.breaker import LoopBreaker
 from loopfuse.errors import ConfigError, LoopfuseError
 from loopfuse.integrations._decision import GuardDecision, decision_message
 from loopfuse.integrations._extras import require, stand_in
+from loopfuse.integrations._facts import first_text
 from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
 from loopfuse.integrations._records import TimedRecords
 
@@ -252,20 +253,12 @@ class LoopfuseHandler(CustomLogger):
             ("user", data.get("user")),
             (
                 "litellm_metadata.user",
-                (litellm_metadata or {}).get("user")
-                if isinstance(litellm_metadata, Mapping)
-                else None,
+                litellm_metadata.get("user") if isinstance(litellm_metadata, Mapping) else None,
             ),
             ("metadata.user_id", metadata.get("user_id")),
             ("safety_identifier", data.get("safety_identifier")),
         )
-        junk: list[str] = []
-        for name, user in users:
-            if isinstance(user, str) and user:
-                return user, junk
-            if user is not None:
-                junk.append(f"{name} is a {type(user).__name__}, not a non-empty string")
-        return None, junk
+        return first_text(users)
 
     async def async_post_call_success_hook(
         self, data: dict[str, Any], user_api_key_dict: UserAPIKeyAuth, response: Any

@@ -231,9 +231,8 @@ def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
         run.clock.now = now
         path = settings.path if entry.path is None else entry.path
         prepared = run.guard.prepare(entry.body, path=path, session_id=entry.session)
-        size = len(entry.body) if isinstance(entry.body, bytes) else _size(entry.body)
         recorded = usage_tokens(entry.usage)
-        tokens = recorded or (estimate_tokens(size), 0)
+        tokens = recorded or (estimate_tokens(_size(entry.body)), 0)  # sized only if needed
         result.tokens_estimated |= recorded is None
         if prepared is None or prepared.analysis.parsed_intent is None:
             problem = entry_problem(entry.body)
@@ -276,6 +275,9 @@ def _dialect(dialects: set[str]) -> str:
 
 
 def _size(value: object) -> int:
+    """Characters of ``value`` as compact JSON (a line's bytes: their length)."""
+    if isinstance(value, bytes):
+        return len(value)
     try:
         return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     except (TypeError, ValueError, RecursionError):

@@ -57,7 +57,7 @@ from loopfuse.cli.findings import (
     turn_names,
     undescribed,
 )
-from loopfuse.cli.loglines import BadLine, entry_problem, not_a_request
+from loopfuse.cli.loglines import BadLine, entry_problem
 from loopfuse.cli.readers import InputError, Log, Source
 from loopfuse.cli.results import FileResult, Step
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
@@ -290,10 +290,10 @@ def _size(value: object) -> int:
 def _scan_transcript(
     run: _Run, name: str, body: dict[str, Any], is_request: bool, progress: Progress | None
 ) -> None:
-    found = intent.conversation(body)
-    prepared = run.guard.prepare(body, path=run.settings.path) if found is not None else None
-    if found is None or prepared is None:
-        _scan_one(run, name, body)
+    prepared = run.guard.prepare(body, path=run.settings.path)
+    found = None if prepared is None else intent.conversation(body)
+    if prepared is None or found is None:
+        _scan_one(run, name, body, prepared)
         return
     run.result.dialect = found.dialect
     session = prepared.session or "default"
@@ -349,16 +349,16 @@ def _inside_results(messages: list[Any], cut: int) -> bool:
     return cut < len(messages) and messages[cut].get("role") == "tool"
 
 
-def _scan_one(run: _Run, name: str, body: dict[str, Any]) -> None:
-    """A body that is not a conversation of turns: one request (a Responses ``input``
-    string), one loopfuse cannot read (nested too deep: it goes through unchecked), or
-    not a request at all."""
-    prepared = run.guard.prepare(body, path=run.settings.path)
+def _scan_one(run: _Run, name: str, body: dict[str, Any], prepared: Prepared | None) -> None:
+    """A body that is not a conversation of turns (``prepared`` by the guard, or
+    ``None``): one request (a Responses ``input`` string), one loopfuse cannot read
+    (nested too deep: it goes through unchecked), or not a request at all."""
     tokens = (estimate_tokens(_size(body)), 0)
     run.result.tokens_estimated = True
     if prepared is None or prepared.analysis.parsed_intent is None:
-        if entry_problem(body) is not None:
-            raise InputError(name, not_a_request(body))
+        problem = entry_problem(body)  # for an object: why it is not a request
+        if problem is not None:
+            raise InputError(name, problem)
         run.result.dialect = "unparsed"
         run.unchecked(_Request(1, 0, "default", tokens, undescribed))
         return

@@ -337,7 +337,8 @@ def _scan_transcript(
             tool_calls=turn.calls if turn is not None else 0,
             message_index=cut if turn is not None else None,
         )
-        key = RequestKey.from_str(f"{held_messages}:{held_system}")
+        # The cache, like the breaker, knows the request by its identity: a bare key.
+        key = RequestKey(identity)
         run.check(request, replace(prepared, fingerprint=identity), verdict, key)
         run.result.steps[-1].calls = turn_names(messages, turn)
 

@@ -84,7 +84,9 @@ class Summary:
                 tally[1] += 1
             acted.update(result.acted)
             for finding in result.findings:
-                pairs = {(span.guard, span.kind) for span in finding.spans}
+                # In span order, not a set's: kinds that tie are listed as first met,
+                # the same on every run (a set's order moves with PYTHONHASHSEED).
+                pairs = dict.fromkeys((span.guard, span.kind) for span in finding.spans)
                 found.update({guard for guard, _ in pairs})
                 for guard, kind in pairs:
                     kinds[guard][kind] += 1

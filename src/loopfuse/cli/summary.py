@@ -124,6 +124,27 @@ class Summary:
             return None
         return self.price.cost(self.spared_tokens_in, self.spared_tokens_out)
 
+    def rows(self, files: str, requests: str) -> list[tuple[str, str]]:
+        """The summary as (label, text) rows, the ``files`` and ``requests`` texts as
+        the report words them: files, outcomes, requests, each guard, what was not spent."""
+        rows = [("files", files)]
+        if self.outcomes:
+            flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in self.outcomes.items())
+            rows.append(("outcomes", f"flagged {flagged}"))
+        rows.append(("requests", requests))
+        for guard in GUARDS:
+            if guard not in self.guards:
+                rows.append((guard, "off"))
+                continue
+            text = f"{self.acted[guard]:,} {GUARD_ACTS[guard]}"
+            if self.findings[guard]:
+                kinds = ", ".join(f"{n} {kind}" for kind, n in self.kinds[guard].items())
+                text += f" in {plural(self.findings[guard], 'finding')} ({kinds})"
+            rows.append((guard, text))
+        if self.spared_requests:
+            rows.append(("not spent", self.not_spent()))
+        return rows
+
     def not_spent(self) -> str:
         """The "not spent" line: requests, tool calls, tokens, money."""
         text = (

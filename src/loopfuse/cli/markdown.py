@@ -22,7 +22,7 @@ from typing import Final
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.report import run_header
 from loopfuse.cli.results import FileResult, Finding
-from loopfuse.cli.summary import Summary, finding_title, plural, spans_text, tokens_text
+from loopfuse.cli.summary import Summary, finding_title, not_spent_parts, plural, spans_text
 
 __all__ = ["LIMIT", "code", "render_markdown"]
 
@@ -100,10 +100,10 @@ def _row(result: FileResult, finding: Finding) -> str:
     repeated = "<br>".join(code(call) for call in finding.calls)
     if finding.answer:
         repeated += f"<br>answer: {code(finding.answer)}"
-    spent = [plural(finding.requests, "request")]
-    if finding.tool_calls:
-        spent.append(plural(finding.tool_calls, "tool call"))
-    spent.append(tokens_text(finding.tokens, result.tokens_estimated))
+    spent = [
+        plural(finding.requests, "request"),
+        *not_spent_parts(finding, result.tokens_estimated),
+    ]
     return f"| {where} | {what} | {repeated} | {', '.join(spent)} |"
 
 

@@ -34,10 +34,10 @@ from loopfuse.cli.summary import (
     Summary,
     finding_title,
     money_text,
+    not_spent_parts,
     plural,
     printable,
     spans_text,
-    tokens_text,
 )
 
 __all__ = ["Style", "render_json", "render_text", "run_header"]
@@ -133,10 +133,7 @@ def _finding_lines(
         lines.append(_clip(_PAD + ("-> " if step else "") + call, width))
     if finding.answer:
         lines.append(_clip(f"{_PAD}answer: {finding.answer}", width))
-    spent = []
-    if finding.tool_calls:
-        spent.append(plural(finding.tool_calls, "tool call"))
-    spent.append(tokens_text(finding.tokens, result.tokens_estimated))
+    spent = not_spent_parts(finding, result.tokens_estimated)
     acts = spans_text(finding, None if verbose else _SPANS_SHOWN)
     text = f"{acts}: {', '.join(spent)} not spent"
     lines.extend(_wrap(text, width, _PAD, _PAD))

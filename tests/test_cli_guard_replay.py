@@ -80,13 +80,13 @@ def comparable(outcomes: list[Outcome]) -> list[Outcome] | None:
     """A run nothing acted on keeps no steps: compare it as ``None``."""
     if all(action in ("forward", "unchecked") for action, _, _ in outcomes):
         return None
-    # A count is the guard's own: the cache's "count" is the scan's (times asked).
-    return [(a, kind, count if a == "refuse" else 0) for a, kind, count in outcomes]
+    return scan_comparable(outcomes)
 
 
 def scan_comparable(outcomes: list[Outcome] | None) -> list[Outcome] | None:
     if outcomes is None:
         return None
+    # A count is the guard's own: the cache's "count" is the scan's (times asked).
     return [(a, kind, count if a == "refuse" else 0) for a, kind, count in outcomes]
 
 

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from loopfuse.cli.main import main
+from loopfuse.cli.results import FileResult, Finding, Span
+from loopfuse.cli.summary import Summary
 
 ANSI = re.compile(r"\033\[[0-9;]*m")
 
@@ -391,3 +393,14 @@ def test_text_from_a_run_cannot_drive_the_terminal(
     out = capsys.readouterr().out
     assert "\x1b" not in out  # colour is off here: any escape would be the run's
     assert "ls\ufffd[2J" in out
+
+
+def test_the_summary_lists_kinds_that_tie_as_first_met() -> None:
+    # The order of a report must not move from one run to the next (with the hash seed).
+    kinds = [f"kind{i}" for i in range(12)]
+    spans = [Span("detector", kind, n, n) for n, kind in enumerate(kinds, start=1)]
+    finding = Finding("s", "turn", 1, 12, "detector", kinds[0], 3, 3, ["x"], None, None)
+    finding.spans = spans
+    result = FileResult("run.json", "request", "openai_chat", {}, findings=[finding])
+    summary = Summary.of([result], [], ("breaker", "detector", "dedup"))
+    assert list(summary.kinds["detector"]) == kinds

@@ -27,6 +27,7 @@ from loopfuse import DedupCache, LoopBreaker
 from loopfuse.cli.options import Option, parse_value
 from loopfuse.cli.tokens import Price
 from loopfuse.detector import LoopDetector
+from loopfuse.detector.settings import default_settings
 from loopfuse.errors import ConfigError
 from loopfuse.integrations import Guard
 
@@ -47,8 +48,9 @@ GUARDS: Final = ("breaker", "detector", "dedup")
 """The guards a scan runs, in the order the report lists them."""
 
 _BREAKER: Final = LoopBreaker()
-_D: Final = LoopDetector().settings
+_D: Final = default_settings()  # what LoopDetector() runs with
 _CACHE: Final[DedupCache[int]] = DedupCache()
+_GUARD: Final = Guard(breaker=None, detector=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +85,8 @@ class Settings:
     ignore_tools: tuple[str, ...] = field(default=())
     cache_ttl: float = _CACHE.default_ttl
     cache_capacity: int = _CACHE.capacity
-    cache_streams: bool = False
-    cache_sampled: bool = False
+    cache_streams: bool = _GUARD.cache_streams
+    cache_sampled: bool = _GUARD.cache_sampled
     turn_seconds: float = 2.0
     path: str = ""
     format: str = "text"
@@ -211,16 +213,13 @@ def load_toml(path: Path) -> dict[str, object]:
 
 def detector_of(settings: Settings) -> LoopDetector:
     """The :class:`~loopfuse.detector.LoopDetector` these settings describe."""
-    from loopfuse.detector.settings import DetectorSettings
-
-    defaults = DetectorSettings()
     return LoopDetector(
         max_strikes=settings.max_strikes,
-        observation_tools=(*defaults.observation_tools, *settings.observation_tools),
+        observation_tools=(*_D.observation_tools, *settings.observation_tools),
         max_observation_steps=settings.max_observation_steps,
-        costly_tools=(*defaults.costly_tools, *settings.costly_tools),
-        shell_tools=(*defaults.shell_tools, *settings.shell_tools),
-        read_only_commands=(*defaults.read_only_commands, *settings.read_only_commands),
+        costly_tools=(*_D.costly_tools, *settings.costly_tools),
+        shell_tools=(*_D.shell_tools, *settings.shell_tools),
+        read_only_commands=(*_D.read_only_commands, *settings.read_only_commands),
         max_cycle_period=settings.max_cycle_period,
         max_cycle_laps=settings.max_cycle_laps,
         normalize_answers=settings.normalize_answers,

@@ -57,7 +57,7 @@ from loopfuse.cli.findings import (
     turn_names,
     undescribed,
 )
-from loopfuse.cli.loglines import BadLine, entry_problem, not_a_request
+from loopfuse.cli.loglines import BadLine, entry_problem
 from loopfuse.cli.readers import InputError, Log, Source
 from loopfuse.cli.results import FileResult, Step
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
@@ -231,9 +231,8 @@ def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
         run.clock.now = now
         path = settings.path if entry.path is None else entry.path
         prepared = run.guard.prepare(entry.body, path=path, session_id=entry.session)
-        size = len(entry.body) if isinstance(entry.body, bytes) else _size(entry.body)
         recorded = usage_tokens(entry.usage)
-        tokens = recorded or (estimate_tokens(size), 0)
+        tokens = recorded or (estimate_tokens(_size(entry.body)), 0)  # sized only if needed
         result.tokens_estimated |= recorded is None
         if prepared is None or prepared.analysis.parsed_intent is None:
             problem = entry_problem(entry.body)
@@ -276,6 +275,9 @@ def _dialect(dialects: set[str]) -> str:
 
 
 def _size(value: object) -> int:
+    """Characters of ``value`` as compact JSON (a line's bytes: their length)."""
+    if isinstance(value, bytes):
+        return len(value)
     try:
         return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     except (TypeError, ValueError, RecursionError):
@@ -288,10 +290,10 @@ def _size(value: object) -> int:
 def _scan_transcript(
     run: _Run, name: str, body: dict[str, Any], is_request: bool, progress: Progress | None
 ) -> None:
-    found = intent.conversation(body)
-    prepared = run.guard.prepare(body, path=run.settings.path) if found is not None else None
-    if found is None or prepared is None:
-        _scan_one(run, name, body)
+    prepared = run.guard.prepare(body, path=run.settings.path)
+    found = None if prepared is None else intent.conversation(body)
+    if prepared is None or found is None:
+        _scan_one(run, name, body, prepared)
         return
     run.result.dialect = found.dialect
     session = prepared.session or "default"
@@ -335,7 +337,8 @@ def _scan_transcript(
             tool_calls=turn.calls if turn is not None else 0,
             message_index=cut if turn is not None else None,
         )
-        key = RequestKey.from_str(f"{held_messages}:{held_system}")
+        # The cache, like the breaker, knows the request by its identity: a bare key.
+        key = RequestKey(identity)
         run.check(request, replace(prepared, fingerprint=identity), verdict, key)
         run.result.steps[-1].calls = turn_names(messages, turn)
 
@@ -347,16 +350,16 @@ def _inside_results(messages: list[Any], cut: int) -> bool:
     return cut < len(messages) and messages[cut].get("role") == "tool"
 
 
-def _scan_one(run: _Run, name: str, body: dict[str, Any]) -> None:
-    """A body that is not a conversation of turns: one request (a Responses ``input``
-    string), one loopfuse cannot read (nested too deep: it goes through unchecked), or
-    not a request at all."""
-    prepared = run.guard.prepare(body, path=run.settings.path)
+def _scan_one(run: _Run, name: str, body: dict[str, Any], prepared: Prepared | None) -> None:
+    """A body that is not a conversation of turns (``prepared`` by the guard, or
+    ``None``): one request (a Responses ``input`` string), one loopfuse cannot read
+    (nested too deep: it goes through unchecked), or not a request at all."""
     tokens = (estimate_tokens(_size(body)), 0)
     run.result.tokens_estimated = True
     if prepared is None or prepared.analysis.parsed_intent is None:
-        if entry_problem(body) is not None:
-            raise InputError(name, not_a_request(body))
+        problem = entry_problem(body)  # for an object: why it is not a request
+        if problem is not None:
+            raise InputError(name, problem)
         run.result.dialect = "unparsed"
         run.unchecked(_Request(1, 0, "default", tokens, undescribed))
         return

@@ -19,7 +19,14 @@ import loopfuse
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.report import run_header
 from loopfuse.cli.results import FileResult, Finding
-from loopfuse.cli.summary import Summary, finding_title, plural, spans_text, tokens_text
+from loopfuse.cli.summary import (
+    GUARD_VERBS,
+    Summary,
+    finding_title,
+    not_spent_parts,
+    plural,
+    spans_text,
+)
 from loopfuse.cli.timeline import Palette, esc, timeline_svg
 
 __all__ = ["render_html"]
@@ -173,8 +180,7 @@ def _summary(summary: Summary) -> list[str]:
             rows.append((guard, "off"))
             continue
         kinds = ", ".join(f"{n} {kind}" for kind, n in summary.kinds[guard].items())
-        verb = "answered from the cache" if guard == "dedup" else "refused"
-        text = f"{plural(acted, 'request')} {verb}"
+        text = f"{plural(acted, 'request')} {GUARD_VERBS[guard]}"
         if kinds:
             text += f" in {plural(summary.findings[guard], 'finding')} ({kinds})"
         rows.append((guard, text))
@@ -232,10 +238,10 @@ def _finding(result: FileResult, finding: Finding) -> str:
         parts.append(f"<br>answer: <code>{esc(finding.answer)}</code>")
     spans = spans_text(finding)
     parts.append(f"<br>{esc(spans)}")
-    spent = [plural(finding.requests, "request")]
-    if finding.tool_calls:
-        spent.append(plural(finding.tool_calls, "tool call"))
-    spent.append(tokens_text(finding.tokens, result.tokens_estimated))
+    spent = [
+        plural(finding.requests, "request"),
+        *not_spent_parts(finding, result.tokens_estimated),
+    ]
     parts.append(f"<br>not spent: {esc(', '.join(spent))}")
     if finding.message:
         parts.append(f"<br>the model is told: <q>{esc(finding.message)}</q>")

@@ -23,6 +23,7 @@ from typing import IO, Any, Final
 
 from loopfuse import intent
 from loopfuse.intent._textdepth import json_loads
+from loopfuse.intent._turns import CONVERSATION_KEYS as _KEY_OF_DIALECT
 
 __all__ = [
     "CONVERSATION_KEYS",
@@ -37,8 +38,9 @@ __all__ = [
     "read_lines",
 ]
 
-CONVERSATION_KEYS: Final = ("messages", "contents", "input")
-"""Top-level keys that hold a conversation in some dialect."""
+CONVERSATION_KEYS: Final = tuple(dict.fromkeys(_KEY_OF_DIALECT.values()))
+"""Top-level keys that hold a conversation in some dialect (``loopfuse.intent`` knows
+which: ``messages``, ``contents``, ``input``)."""
 
 _WRAPPER_KEYS: Final = frozenset({"session", "path", "time", "status", "usage", "response", "body"})
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from loopfuse.cli.config import GUARDS
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.report import run_header
 from loopfuse.cli.results import FileResult, Finding
-from loopfuse.cli.summary import GUARD_ACTS, Summary, finding_title, plural, spans_text, tokens_text
+from loopfuse.cli.summary import Summary, finding_title, not_spent_parts, plural, spans_text
 
 __all__ = ["LIMIT", "code", "render_markdown"]
 
@@ -77,28 +76,10 @@ def render_markdown(
 
 
 def _summary(summary: Summary) -> list[str]:
-    rows = [
-        (
-            "files",
-            f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
-            + (f", {summary.errors:,} unreadable" if summary.errors else ""),
-        ),
-        ("requests", f"{summary.requests:,} replayed"),
-    ]
-    if summary.outcomes:
-        flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in summary.outcomes.items())
-        rows.insert(1, ("outcomes", f"flagged {flagged}"))
-    for guard in GUARDS:
-        if guard not in summary.guards:
-            rows.append((guard, "off"))
-            continue
-        text = f"{summary.acted[guard]:,} {GUARD_ACTS[guard]}"
-        if summary.findings[guard]:
-            kinds = ", ".join(f"{n} {kind}" for kind, n in summary.kinds[guard].items())
-            text += f" in {plural(summary.findings[guard], 'finding')} ({kinds})"
-        rows.append((guard, text))
-    if summary.spared_requests:
-        rows.append(("not spent", summary.not_spent()))
+    files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
+    if summary.errors:
+        files += f", {summary.errors:,} unreadable"
+    rows = summary.rows(files, f"{summary.requests:,} replayed")
     return ["| | |", "|---|---|", *(f"| {label} | {text} |" for label, text in rows)]
 
 
@@ -119,10 +100,10 @@ def _row(result: FileResult, finding: Finding) -> str:
     repeated = "<br>".join(code(call) for call in finding.calls)
     if finding.answer:
         repeated += f"<br>answer: {code(finding.answer)}"
-    spent = [plural(finding.requests, "request")]
-    if finding.tool_calls:
-        spent.append(plural(finding.tool_calls, "tool call"))
-    spent.append(tokens_text(finding.tokens, result.tokens_estimated))
+    spent = [
+        plural(finding.requests, "request"),
+        *not_spent_parts(finding, result.tokens_estimated),
+    ]
     return f"| {where} | {what} | {repeated} | {', '.join(spent)} |"
 
 

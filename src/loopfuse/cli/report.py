@@ -27,18 +27,17 @@ from dataclasses import dataclass
 from typing import ClassVar, Final
 
 import loopfuse
-from loopfuse.cli.config import GUARDS, Settings
+from loopfuse.cli.config import Settings
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.summary import (
-    GUARD_ACTS,
     Summary,
     finding_title,
     money_text,
+    not_spent_parts,
     plural,
     printable,
     spans_text,
-    tokens_text,
 )
 
 __all__ = ["Style", "render_json", "render_text", "run_header"]
@@ -134,10 +133,7 @@ def _finding_lines(
         lines.append(_clip(_PAD + ("-> " if step else "") + call, width))
     if finding.answer:
         lines.append(_clip(f"{_PAD}answer: {finding.answer}", width))
-    spent = []
-    if finding.tool_calls:
-        spent.append(plural(finding.tool_calls, "tool call"))
-    spent.append(tokens_text(finding.tokens, result.tokens_estimated))
+    spent = not_spent_parts(finding, result.tokens_estimated)
     acts = spans_text(finding, None if verbose else _SPANS_SHOWN)
     text = f"{acts}: {', '.join(spent)} not spent"
     lines.extend(_wrap(text, width, _PAD, _PAD))
@@ -190,27 +186,11 @@ def _summary_lines(summary: Summary, style: Style, width: int) -> list[str]:
         files += f": {summary.clean:,} clean, {summary.flagged:,} flagged"
         if summary.errors:
             files += f", {summary.errors:,} unreadable (reported on stderr)"
-    rows = [("files", files)]
-    if summary.outcomes:
-        flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in summary.outcomes.items())
-        rows.append(("outcomes", f"flagged {flagged}"))
     requests = f"{summary.requests:,} replayed"
     if summary.unchecked:
         requests += f" ({summary.unchecked:,} not checked: bodies loopfuse cannot read)"
-    rows.append(("requests", requests))
-    for guard in GUARDS:
-        if guard not in summary.guards:
-            rows.append((guard, "off"))
-            continue
-        text = f"{summary.acted[guard]:,} {GUARD_ACTS[guard]}"
-        if summary.findings[guard]:
-            kinds = ", ".join(f"{n} {kind}" for kind, n in summary.kinds[guard].items())
-            text += f" in {plural(summary.findings[guard], 'finding')} ({kinds})"
-        rows.append((guard, text))
-    if summary.spared_requests:
-        rows.append(("not spent", summary.not_spent()))
     lines = [style.paint("Summary", "file")]
-    for label, text in rows:
+    for label, text in summary.rows(files, requests):
         lines.extend(_wrap(text, width, f"  {label:<11}", " " * 13))
     return lines
 

@@ -22,20 +22,25 @@ from loopfuse.cli.tokens import Price
 
 __all__ = [
     "GUARD_ACTS",
+    "GUARD_VERBS",
     "Summary",
     "finding_title",
     "money_text",
+    "not_spent_parts",
     "plural",
     "printable",
     "spans_text",
     "tokens_text",
 ]
 
-GUARD_ACTS: Final = {
-    "breaker": "requests refused",
-    "detector": "requests refused",
-    "dedup": "requests answered from the cache",
+GUARD_VERBS: Final = {
+    "breaker": "refused",
+    "detector": "refused",
+    "dedup": "answered from the cache",
 }
+"""What each guard does to a request it acts on."""
+
+GUARD_ACTS: Final = {guard: f"requests {verb}" for guard, verb in GUARD_VERBS.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,9 @@ class Summary:
                 tally[1] += 1
             acted.update(result.acted)
             for finding in result.findings:
-                pairs = {(span.guard, span.kind) for span in finding.spans}
+                # In span order, not a set's: kinds that tie are listed as first met,
+                # the same on every run (a set's order moves with PYTHONHASHSEED).
+                pairs = dict.fromkeys((span.guard, span.kind) for span in finding.spans)
                 found.update({guard for guard, _ in pairs})
                 for guard, kind in pairs:
                     kinds[guard][kind] += 1
@@ -122,6 +129,27 @@ class Summary:
             return None
         return self.price.cost(self.spared_tokens_in, self.spared_tokens_out)
 
+    def rows(self, files: str, requests: str) -> list[tuple[str, str]]:
+        """The summary as (label, text) rows, the ``files`` and ``requests`` texts as
+        the report words them: files, outcomes, requests, each guard, what was not spent."""
+        rows = [("files", files)]
+        if self.outcomes:
+            flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in self.outcomes.items())
+            rows.append(("outcomes", f"flagged {flagged}"))
+        rows.append(("requests", requests))
+        for guard in GUARDS:
+            if guard not in self.guards:
+                rows.append((guard, "off"))
+                continue
+            text = f"{self.acted[guard]:,} {GUARD_ACTS[guard]}"
+            if self.findings[guard]:
+                kinds = ", ".join(f"{n} {kind}" for kind, n in self.kinds[guard].items())
+                text += f" in {plural(self.findings[guard], 'finding')} ({kinds})"
+            rows.append((guard, text))
+        if self.spared_requests:
+            rows.append(("not spent", self.not_spent()))
+        return rows
+
     def not_spent(self) -> str:
         """The "not spent" line: requests, tool calls, tokens, money."""
         text = (
@@ -152,6 +180,14 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
+def not_spent_parts(finding: Finding, estimated: bool) -> list[str]:
+    """What a finding did not spend, each report's way: its tool calls (when it made
+    any) and its tokens (``estimated``: see :func:`tokens_text`)."""
+    parts = [plural(finding.tool_calls, "tool call")] if finding.tool_calls else []
+    parts.append(tokens_text(finding.tokens, estimated))
+    return parts
+
+
 def tokens_text(tokens: int, estimated: bool) -> str:
     """Tokens as people read them; an estimate is rounded and marked ``~``."""
     if not estimated:
@@ -166,9 +202,6 @@ def tokens_text(tokens: int, estimated: bool) -> str:
 def money_text(dollars: float) -> str:
     """``$12.34``; cents below a dollar."""
     return f"${dollars:,.2f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.4f}"
-
-
-_VERBS: Final = {"breaker": "refused", "detector": "refused", "dedup": "answered from the cache"}
 
 
 def spans_text(finding: Finding, shown: int | None = None) -> str:
@@ -187,7 +220,7 @@ def spans_text(finding: Finding, shown: int | None = None) -> str:
                 where += f" ({span.requests:,})"
         if named and span.guard == "detector":
             where += f" ({span.kind})"
-        this = _VERBS.get(span.guard, "acted on")
+        this = GUARD_VERBS.get(span.guard, "acted on")
         parts.append(where if this == verb else f"{this} {where}")
         verb = this
     if len(spans) < len(finding.spans):

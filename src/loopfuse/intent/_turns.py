@@ -27,10 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
-from loopfuse.intent._chat import chat_intent
-from loopfuse.intent._gemini import gemini_intent
 from loopfuse.intent._parts import Walk
-from loopfuse.intent._responses import responses_intent
 
 __all__ = ["CONVERSATION_KEYS", "Conversation", "Turn", "conversation", "turns_of"]
 
@@ -162,24 +159,18 @@ def conversation(body: object) -> Conversation | None:
     True
     """
     # The package's own helpers (it imports this module first, so not at the top).
-    from loopfuse.intent import _dialect_of, load
+    from loopfuse.intent import _dialect_of, _intent_of, load
 
     value = load(body)
-    if not isinstance(value, dict):
-        return None
     marks: list[tuple[int, int]] = []
     walk = Walk(marks=marks)
-    if isinstance(value.get("messages"), list):
-        found = chat_intent(value, walk)  # the Python walk: only it keeps marks
-    elif isinstance(value.get("contents"), list):
-        found = gemini_intent(value, walk)
-    elif isinstance(value.get("input"), list):
-        found = responses_intent(value, walk)
-    else:
-        return None
+    found = _intent_of(value, walk)
     dialect = _dialect_of(value, walk)
-    if dialect is None:
+    if found is None or dialect is None or not isinstance(value, dict):
         return None
     key = CONVERSATION_KEYS[dialect]
-    turns = turns_of(dialect, value[key], found["messages"], marks)
+    items = value[key]
+    if not isinstance(items, list):
+        return None  # a Responses ``input`` string: one request, no turns
+    turns = turns_of(dialect, items, found["messages"], marks)
     return Conversation(dialect, key, found, turns)

@@ -135,7 +135,17 @@ def check_parsed(value: object, path: str = "", *, json_typed: bool) -> None:
     ``json_typed``: the value holds only JSON types (NaN, big integers and lone
     surrogates included), nested within MAX_DEPTH, so nothing may raise at all.
     """
-    assert intent.parse(value) is value or intent.parse(value) is None
+    parsed = intent.parse(value)
+    if isinstance(value, str):
+        # A str is body text: parsed as its UTF-8 bytes are ("0" is the number 0).
+        try:
+            encoded = value.encode()
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: no bytes to compare with
+        else:
+            assert repr(parsed) == repr(intent.parse(encoded))
+    else:
+        assert parsed is value or parsed is None
     extracted = intent.extract_intent(value)  # documented as never raising
     intent.detect_dialect(value)
     assert isinstance(scan(value), Verdict)  # never raises, whatever the value holds

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import pickle
 import pkgutil
 from types import ModuleType
 
 import pytest
 
 import loopfuse
+from loopfuse.cli.readers import InputError
 
 
 def test_all_is_sorted_and_unique() -> None:
@@ -70,3 +72,59 @@ def test_dir_shows_the_public_api_and_nothing_else(name: str) -> None:
         assert extra in DUNDERS or (is_submodule and not extra.startswith("_")), extra
     assert not {"Any", "Final", "annotations", "blake3", "Walk", "_json"} & set(shown)
     assert all(hasattr(module, shown_name) for shown_name in shown)
+
+
+def _exception_examples() -> list[BaseException]:
+    breaker = loopfuse.LoopBreaker(max_repeats=1, clock=lambda: 0.0)
+    body = b'{"messages": [{"role": "user", "content": "hi"}]}'
+    breaker.check_request("s", body)
+    refused = breaker.check_request("s", body)
+    assert not refused.allowed
+    detected = loopfuse.LoopDetected(
+        "stop", signature="ls:00", kind="cycle", count=2, tool_names=("ls", "cat"), period=2
+    )
+    return [
+        loopfuse.LoopBroken(refused),
+        detected,
+        loopfuse.StagnationDetected("same", text_hash="ab", count=3, max_steps=2),
+        loopfuse.BatchRecordError("used twice"),
+        loopfuse.ConfigError("bad"),
+        loopfuse.InvalidInputError("bad body"),
+        loopfuse.LoopfuseError("x"),
+        loopfuse.SingleFlightReentryError("again"),
+        loopfuse.SingleFlightTimeoutError("late"),
+        loopfuse.StoreUnavailableError("down"),
+        InputError("runs/a.json", "not JSON"),
+    ]
+
+
+def test_every_exception_pickles_with_its_fields() -> None:
+    """An exception raised in a worker process reaches the parent through pickle."""
+    examples = _exception_examples()
+    exported = {
+        value
+        for value in vars(loopfuse).values()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+    assert exported <= {type(example) for example in examples}, "an exception has no example"
+    for example in examples:
+        copy = pickle.loads(pickle.dumps(example))
+        assert type(copy) is type(example)
+        assert (str(copy), copy.args) == (str(example), example.args)
+        assert vars(copy) == vars(example), type(example).__name__
+
+
+def test_a_pickled_loop_detected_leaves_its_record_behind() -> None:
+    detector = loopfuse.LoopDetector()
+    call = loopfuse.ToolCall("ls", {"path": "."})
+    with pytest.raises(loopfuse.LoopDetected) as caught:
+        for _ in range(10):
+            detector.record_results(detector.check([call]), answers=["a.py"])
+    assert caught.value.record is not None
+    copy = pickle.loads(pickle.dumps(caught.value))
+    assert copy.record is None
+    assert (copy.kind, copy.count, copy.signature) == (
+        caught.value.kind,
+        caught.value.count,
+        caught.value.signature,
+    )

@@ -41,7 +41,8 @@ DEFAULT_MAX_SESSIONS: Final = 10_000
 class LoopBroken(LoopfuseError):
     """Raised by :meth:`LoopBreaker.enforce` when a request is refused.
 
-    Carries ``session_id``, ``repeats``, ``fingerprint`` and the whole ``decision``.
+    Carries ``session_id``, ``repeats``, ``fingerprint`` and the whole ``decision``;
+    it pickles (so it crosses a process pool).
     """
 
     def __init__(self, decision: LoopDecision) -> None:
@@ -50,6 +51,10 @@ class LoopBroken(LoopfuseError):
         self.session_id = decision.session_id
         self.repeats = decision.repeats
         self.fingerprint = decision.fingerprint
+
+    def __reduce__(self) -> tuple[type[LoopBroken], tuple[LoopDecision]]:
+        # Rebuilt from its decision, so it pickles (e.g. out of a process pool).
+        return (type(self), (self.decision,))
 
 
 class LoopBreaker:

@@ -113,6 +113,9 @@ class InputError(LoopfuseError):
         self.name = name
         self.problem = problem
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str]]:
+        return (type(self), (self.name, self.problem))
+
 
 @dataclass(frozen=True, slots=True)
 class Transcript:

@@ -8,6 +8,8 @@ and the one rule for comparing two batches' answers.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
+from functools import partial
 from typing import Final, Protocol
 
 from loopfuse.detector.digests import answers_part, digest_facts, same_digest
@@ -65,7 +67,8 @@ class LoopDetected(LoopfuseError):
     failing). ``count`` is how many times the pattern has now occurred (laps, for a
     cycle); ``signature`` names what repeated (the refused batch's ``batch_signature``,
     or ``answer:<hash>`` for a repeated answer); ``tool_names`` the tools involved;
-    ``record`` lets a caller that runs the batch anyway still report its answers.
+    ``record`` lets a caller that runs the batch anyway still report its answers. It
+    pickles without its ``record``, which belongs to the detector that issued it.
 
     >>> err = LoopDetected("stop", signature="ls:00", kind="repeat", count=4)
     >>> err.kind, err.count, str(err)
@@ -91,6 +94,18 @@ class LoopDetected(LoopfuseError):
         self.tool_names = tool_names
         self.period = period
         self.record = record
+
+    def __reduce__(self) -> tuple[Callable[..., LoopDetected], tuple[str]]:
+        # Keyword-only fields need a partial to pickle; the record stays behind: it
+        # belongs to this process's detector.
+        fields = {
+            "signature": self.signature,
+            "kind": self.kind,
+            "count": self.count,
+            "tool_names": self.tool_names,
+            "period": self.period,
+        }
+        return (partial(type(self), **fields), (self.message,))
 
 
 class AnswersLike(Protocol):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, deque
+from collections.abc import Callable
+from functools import partial
 from typing import Final
 
 from blake3 import blake3
@@ -32,6 +34,11 @@ class StagnationDetected(LoopfuseError):
         self.count = count
         self.max_steps = max_steps
         self.kind = "stagnation"
+
+    def __reduce__(self) -> tuple[Callable[..., StagnationDetected], tuple[str]]:
+        # Keyword-only fields need a partial to pickle (e.g. out of a process pool).
+        fields = {"text_hash": self.text_hash, "count": self.count, "max_steps": self.max_steps}
+        return (partial(type(self), **fields), (self.message,))
 
 
 def _text_hash(text: str) -> str:

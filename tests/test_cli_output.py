@@ -404,3 +404,16 @@ def test_the_summary_lists_kinds_that_tie_as_first_met() -> None:
     result = FileResult("run.json", "request", "openai_chat", {}, findings=[finding])
     summary = Summary.of([result], [], ("breaker", "detector", "dedup"))
     assert list(summary.kinds["detector"]) == kinds
+
+
+@pytest.mark.parametrize("form", ["text", "markdown", "html"])
+def test_one_request_is_one_request_in_every_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    body = json.dumps(clean())
+    path = tmp_path / "twice.jsonl"
+    path.write_text(f"{body}\n{body}\n", encoding="utf-8")
+    assert main(["scan", str(path), "--format", form]) == 1
+    out = capsys.readouterr().out
+    assert "1 request answered from the cache" in out
+    assert "1 requests" not in out

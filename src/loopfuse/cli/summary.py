@@ -21,7 +21,6 @@ from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.tokens import Price
 
 __all__ = [
-    "GUARD_ACTS",
     "GUARD_VERBS",
     "Summary",
     "finding_title",
@@ -39,9 +38,6 @@ GUARD_VERBS: Final = {
     "dedup": "answered from the cache",
 }
 """What each guard does to a request it acts on."""
-
-GUARD_ACTS: Final = {guard: f"requests {verb}" for guard, verb in GUARD_VERBS.items()}
-
 
 @dataclass(frozen=True, slots=True)
 class Summary:
@@ -141,7 +137,7 @@ class Summary:
             if guard not in self.guards:
                 rows.append((guard, "off"))
                 continue
-            text = f"{self.acted[guard]:,} {GUARD_ACTS[guard]}"
+            text = f"{plural(self.acted[guard], 'request')} {GUARD_VERBS[guard]}"
             if self.findings[guard]:
                 kinds = ", ".join(f"{n} {kind}" for kind, n in self.kinds[guard].items())
                 text += f" in {plural(self.findings[guard], 'finding')} ({kinds})"

@@ -13,6 +13,7 @@ import logging
 import time
 import tracemalloc
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -285,6 +286,22 @@ def test_a_clock_returning_junk_is_a_counted_failure_not_a_silent_one(reading: o
     closed = LoopBreaker(max_repeats=1, clock=lambda: reading, fail_closed=True)  # type: ignore[arg-type,return-value]
     with loopfuse_log():
         assert not closed.check_request("s", body).allowed
+
+
+class FloatSubclass(float):
+    """A float subclass, as ``numpy.float64`` is."""
+
+
+@pytest.mark.parametrize("reading", [Fraction(7, 2), 3, FloatSubclass(2.5)])
+def test_a_clock_may_return_any_finite_real_number(reading: object) -> None:
+    """As the cache's clock may: an int, a Fraction, a float subclass (numpy's)."""
+    body = b'{"input": "hi"}'
+    breaker = LoopBreaker(max_repeats=1, clock=lambda: reading)  # type: ignore[arg-type,return-value]
+    assert breaker.check_request("s", body).allowed
+    refused = breaker.check_request("s", body)
+    assert not refused.allowed
+    assert refused.error is None
+    assert breaker.internal_errors == 0
 
 
 def test_check_request_does_not_swallow_keyboard_interrupt(monkeypatch: pytest.MonkeyPatch) -> None:

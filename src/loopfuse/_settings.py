@@ -1,4 +1,5 @@
-"""Checked settings of :class:`~loopfuse.LoopBreaker`: durations, counts, environment.
+"""Checked settings of :class:`~loopfuse.LoopBreaker`: durations, counts, environment,
+and the reading of an injected clock (the breaker's and the cache's).
 
 >>> window_seconds(30), count_setting("max_repeats", 5, 0)
 (30.0, 5)
@@ -11,12 +12,33 @@ loopfuse.errors.ConfigError: LOOP_MAX_REPEATS must be a non-negative integer, go
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
+from numbers import Real
 
 from loopfuse.errors import ConfigError
 
-__all__ = ["count_setting", "env_int", "window_seconds"]
+__all__ = ["count_setting", "env_int", "read_clock", "window_seconds"]
+
+
+def read_clock(clock: Callable[[], object]) -> float:
+    """``clock()`` as float seconds, checked: a NaN would make every session look idle
+    and every entry fresh, a string would corrupt the windows and orders. Any finite
+    real number is taken (an ``int``, a ``Fraction``, a ``numpy.float64``).
+
+    >>> read_clock(lambda: 3)
+    3.0
+    >>> read_clock(lambda: float("nan"))
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: clock must return a finite number of seconds, got nan
+    """
+    now = clock()
+    if type(now) is float and now - now == 0.0:  # the common case, fast: finite float
+        return now
+    if isinstance(now, bool) or not isinstance(now, Real) or not math.isfinite(now):
+        raise ConfigError(f"clock must return a finite number of seconds, got {now!r}")
+    return float(now)
 
 
 def window_seconds(window: float | timedelta) -> float:

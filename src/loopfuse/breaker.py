@@ -11,7 +11,6 @@ which is :class:`~loopfuse.LoopDetector`'s job.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import time
@@ -20,7 +19,7 @@ from datetime import timedelta
 from typing import Final
 
 from loopfuse._breaker_decision import LoopDecision
-from loopfuse._settings import count_setting, env_int, window_seconds
+from loopfuse._settings import count_setting, env_int, read_clock, window_seconds
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
 from loopfuse.intent import fingerprint as intent_fingerprint
@@ -69,7 +68,8 @@ class LoopBreaker:
         max_sessions: sessions tracked at once. Idle sessions (no live sample) are
             forgotten first; past the cap the least recently used one is evicted, so a
             client that invents a session id per request cannot grow memory.
-        clock: seconds as a float; ``time.monotonic`` by default (inject a fake one in tests).
+        clock: seconds, any finite real number; ``time.monotonic`` by default (inject a
+            fake one in tests).
         fail_closed: refuse, instead of allowing, a request the guard failed to check
             (its store unreachable included).
         store: where the windows live (a :class:`~loopfuse.stores.BreakerStore`, or an
@@ -377,14 +377,8 @@ class LoopBreaker:
             self.events.emit(event)
 
     def _now(self) -> float:
-        """The clock's reading, checked: a NaN would make every session look idle (so the
-        breaker would silently forget them all), a string would corrupt the windows."""
-        now = self.clock()
-        if type(now) is float and now - now == 0.0:  # the common case, fast: finite float
-            return now
-        if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
-            raise ConfigError(f"clock must return a finite number of seconds, got {now!r}")
-        return float(now)
+        """The clock's reading, checked (see :func:`~loopfuse._settings.read_clock`)."""
+        return read_clock(self.clock)
 
     def __repr__(self) -> str:
         return (

@@ -39,6 +39,7 @@ GUARD_VERBS: Final = {
 }
 """What each guard does to a request it acts on."""
 
+
 @dataclass(frozen=True, slots=True)
 class Summary:
     """Totals over a scan: the last part of the text report, JSON's ``summary``."""

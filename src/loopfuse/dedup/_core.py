@@ -22,6 +22,7 @@ from collections.abc import Callable
 from numbers import Real
 from typing import Final, Generic, SupportsIndex, TypeVar, cast
 
+from loopfuse._settings import read_clock
 from loopfuse.dedup.entries import DedupStats
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.errors import ConfigError, InvalidInputError
@@ -146,13 +147,8 @@ class CacheCore(Generic[V]):
         )
 
     def now(self) -> float:
-        """The clock's reading, checked: a NaN or a string would corrupt the orders."""
-        now = self.clock()
-        if type(now) is float and now - now == 0.0:  # the common case, fast: finite float
-            return now
-        if isinstance(now, bool) or not isinstance(now, Real) or not math.isfinite(now):
-            raise ConfigError(f"clock must return a finite number of seconds, got {now!r}")
-        return float(now)
+        """The clock's reading, checked (see :func:`~loopfuse._settings.read_clock`)."""
+        return read_clock(self.clock)
 
     def count(self, *, hit: bool) -> None:
         lock = self.stats_lock

@@ -98,14 +98,15 @@ class LoopDetected(LoopfuseError):
     def __reduce__(self) -> tuple[Callable[..., LoopDetected], tuple[str]]:
         # Keyword-only fields need a partial to pickle; the record stays behind: it
         # belongs to this process's detector.
-        fields = {
-            "signature": self.signature,
-            "kind": self.kind,
-            "count": self.count,
-            "tool_names": self.tool_names,
-            "period": self.period,
-        }
-        return (partial(type(self), **fields), (self.message,))
+        rebuild = partial(
+            type(self),
+            signature=self.signature,
+            kind=self.kind,
+            count=self.count,
+            tool_names=self.tool_names,
+            period=self.period,
+        )
+        return (rebuild, (self.message,))
 
 
 class AnswersLike(Protocol):

@@ -37,8 +37,10 @@ class StagnationDetected(LoopfuseError):
 
     def __reduce__(self) -> tuple[Callable[..., StagnationDetected], tuple[str]]:
         # Keyword-only fields need a partial to pickle (e.g. out of a process pool).
-        fields = {"text_hash": self.text_hash, "count": self.count, "max_steps": self.max_steps}
-        return (partial(type(self), **fields), (self.message,))
+        rebuild = partial(
+            type(self), text_hash=self.text_hash, count=self.count, max_steps=self.max_steps
+        )
+        return (rebuild, (self.message,))
 
 
 def _text_hash(text: str) -> str:

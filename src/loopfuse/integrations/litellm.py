@@ -247,6 +247,9 @@ class LoopfuseHandler(CustomLogger):
             chosen = self.session_id(data, user_api_key_dict)
             if chosen is not None:
                 return str(chosen), []
+        # LiteLLM's own order (its get_end_user_id_from_request_body: `user` before
+        # `safety_identifier`, unlike the guard's OpenAI rule), so that the session is the
+        # customer LiteLLM itself bills and rate-limits, on the proxy and the SDK alike.
         litellm_metadata = data.get("litellm_metadata")
         users = (
             ("end_user_id", getattr(user_api_key_dict, "end_user_id", None)),

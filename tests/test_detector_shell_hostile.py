@@ -161,6 +161,8 @@ def test_slow_campaign(request: pytest.FixtureRequest) -> None:
         "bash -c " * 1000,
         "x=" * 2000,
         "-" * 4000,
+        "{}",  # JSON arguments with no command line in them
+        '[{"path": "x"}]',
     ],
     ids=lambda text: repr(text[:12]),
 )

@@ -119,6 +119,12 @@ def check_parsed_json_values_never_raise(value: Any, path: str) -> None:
             check_parsed(value, path, json_typed=is_body)
 
 
+@pytest.mark.parametrize("text", ["0", "null", '"a"', "NaN", "1e999", "[]", "\ud800"])
+def test_a_str_is_body_text_whatever_json_it_holds(text: str) -> None:
+    # A top-level JSON value as text, as the fuzz once drew it ("0" parses to 0).
+    check_parsed_json_values_never_raise(text, "")
+
+
 not_json = st.sampled_from(
     [object(), {1, 2}, frozenset(), b"bytes", bytearray(b"x"), 1j, Ellipsis, int, print]
 )

@@ -36,6 +36,7 @@ __all__ = [
     "json_type",
     "not_a_request",
     "read_lines",
+    "size_text",
 ]
 
 CONVERSATION_KEYS: Final = tuple(dict.fromkeys(_KEY_OF_DIALECT.values()))
@@ -94,12 +95,23 @@ def is_wrapper(value: dict[str, Any]) -> bool:
     return "body" in value and not any(key in value for key in CONVERSATION_KEYS)
 
 
-def read_lines(handle: IO[bytes]) -> Iterator[LogEntry | BadLine]:
-    """Each line of a log, read one at a time: memory holds one line, not the file."""
+def read_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[LogEntry | BadLine]:
+    """Each line of a log, read one at a time: memory holds one line, not the file.
+
+    A line longer than ``max_line`` bytes is a :class:`BadLine`; it is skipped without
+    ever being held whole (a line of gigabytes costs ``max_line`` bytes, not its size).
+    """
     with handle:
         offset = 0
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while raw := handle.readline(-1 if max_line is None else max_line + 1):
+            number += 1
             offset += len(raw)
+            if max_line is not None and len(raw) > max_line and not raw.endswith(b"\n"):
+                offset += _skip_line(handle)
+                problem = f"longer than {size_text(max_line)} (the limit of one request)"
+                yield BadLine(number, problem, offset)
+                continue
             line = raw.strip()
             if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]  # a UTF-8 byte order mark
@@ -114,6 +126,29 @@ def read_lines(handle: IO[bytes]) -> Iterator[LogEntry | BadLine]:
                 yield entry_of(number, _parse_line(line), offset)
             except LineProblem as exc:
                 yield BadLine(number, str(exc), offset)
+
+
+_SKIPPED_AT_ONCE: Final = 1024 * 1024
+
+
+def _skip_line(handle: IO[bytes]) -> int:
+    """Read past the rest of a line, a bounded chunk at a time; how many bytes it had."""
+    skipped = 0
+    while chunk := handle.readline(_SKIPPED_AT_ONCE):
+        skipped += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return skipped
+
+
+def size_text(size: int) -> str:
+    """A size limit as people read it: ``256 MiB``, or ``100 bytes``.
+
+    >>> size_text(256 * 1024 * 1024), size_text(100)
+    ('256 MiB', '100 bytes')
+    """
+    mib = 1024 * 1024
+    return f"{size // mib:,} MiB" if size >= mib and size % mib == 0 else f"{size:,} bytes"
 
 
 def _parse_line(line: bytes) -> dict[str, Any]:

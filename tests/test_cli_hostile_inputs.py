@@ -93,6 +93,19 @@ def _wait(process: subprocess.Popen[str]) -> tuple[str, str]:
     return process.stdout.read(), process.stderr.read()
 
 
+def sparse_log(path: Path, line: int) -> Path:
+    """A log whose second line is ``line`` bytes long, written sparse (no disk used):
+    a request, the long line (text first, then zeros), a request."""
+    with path.open("wb") as handle:
+        handle.write(request_line("before"))
+        handle.write(b'{"model": "m", "messages": [{"role": "user", "content": "')
+        handle.write(b"x" * 16384)  # what is looked at first is text
+        handle.truncate(handle.tell() + line)
+        handle.seek(0, os.SEEK_END)
+        handle.write(b'"}]}\n' + request_line("after"))
+    return path
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     """A folder with one looping run in it (so the other files must not stop its scan)."""
@@ -165,14 +178,7 @@ def test_a_line_longer_than_the_limit_is_skipped_in_bounded_memory(
 ) -> None:
     limit = 1024 * 1024
     monkeypatch.setattr(readers, "MAX_FILE_BYTES", limit)
-    log = tmp_path / "proxy.jsonl"
-    with log.open("wb") as handle:
-        handle.write(request_line("before"))
-        handle.write(b'{"model": "m", "messages": [{"role": "user", "content": "')
-        handle.write(b"x" * 16384)  # what is looked at first is text
-        handle.truncate(64 * limit)  # a sparse line of 64 MiB: no disk, no newline yet
-        handle.seek(0, os.SEEK_END)
-        handle.write(b'"}]}\n' + request_line("after"))
+    log = sparse_log(tmp_path / "proxy.jsonl", 64 * limit)
     tracemalloc.start()
     try:
         with alarm():
@@ -262,13 +268,7 @@ def test_what_is_read_is_bounded_not_only_what_stat_says(
 def test_a_real_line_of_1_5_gb_stays_within_the_file_limit(tmp_path: Path) -> None:
     # The default limit, in a real process: a sparse 1.5 GB line costs at most the
     # limit's worth of memory, not twice the line.
-    log = tmp_path / "huge.jsonl"
-    with log.open("wb") as handle:
-        handle.write(request_line("before"))
-        handle.write(b'{"model": "m", "messages": [{"role": "user", "content": "')
-        handle.truncate(1536 * 1024 * 1024)
-        handle.seek(0, os.SEEK_END)
-        handle.write(b'"}]}\n' + request_line("after"))
+    log = sparse_log(tmp_path / "huge.jsonl", 1536 * 1024 * 1024)
     probe = (
         "import resource, sys\n"
         "from loopfuse.cli.main import main\n"

@@ -35,13 +35,14 @@ from loopfuse.cli.config import (
     load_toml,
 )
 from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.escape import printable
 from loopfuse.cli.html import render_html
 from loopfuse.cli.markdown import render_markdown
 from loopfuse.cli.progress import Progress
 from loopfuse.cli.readers import STDIN, InputError, collect, read_path, read_stdin
 from loopfuse.cli.report import Style, render_json, render_text
 from loopfuse.cli.results import FileResult
-from loopfuse.cli.summary import Summary, printable
+from loopfuse.cli.summary import Summary
 from loopfuse.errors import ConfigError
 
 __all__ = ["main", "run_scan"]

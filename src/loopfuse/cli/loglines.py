@@ -104,12 +104,14 @@ def read_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[LogEn
     with handle:
         offset = 0
         number = 0
-        while raw := handle.readline(-1 if max_line is None else max_line + 1):
+        while True:
+            raw, size = _read_line(handle, max_line)
+            if not size:
+                break
             number += 1
-            offset += len(raw)
-            if max_line is not None and len(raw) > max_line and not raw.endswith(b"\n"):
-                offset += _skip_line(handle)
-                problem = f"longer than {size_text(max_line)} (the limit of one request)"
+            offset += size
+            if raw is None:
+                problem = f"longer than {size_text(max_line or 0)} (the limit of one request)"
                 yield BadLine(number, problem, offset)
                 continue
             line = raw.strip()
@@ -128,17 +130,33 @@ def read_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[LogEn
                 yield BadLine(number, str(exc), offset)
 
 
-_SKIPPED_AT_ONCE: Final = 1024 * 1024
+_PIECE: Final = 1024 * 1024
 
 
-def _skip_line(handle: IO[bytes]) -> int:
-    """Read past the rest of a line, a bounded chunk at a time; how many bytes it had."""
-    skipped = 0
-    while chunk := handle.readline(_SKIPPED_AT_ONCE):
-        skipped += len(chunk)
-        if chunk.endswith(b"\n"):
+def _read_line(handle: IO[bytes], max_line: int | None) -> tuple[bytes | None, int]:
+    """The next line and its size in bytes (``0``: the end of the file). A line longer
+    than ``max_line`` is ``None``: it is read a piece at a time and each piece dropped
+    once the line is known to be too long, so it never costs more than ``max_line``."""
+    if max_line is None:
+        raw = handle.readline()
+        return raw, len(raw)
+    pieces: list[bytes] = []
+    size = 0
+    while piece := handle.readline(_PIECE):
+        size += len(piece)
+        if size - piece.endswith(b"\n") > max_line:
+            pieces.clear()  # too long: what was read goes, the rest is only counted
+            if piece.endswith(b"\n"):
+                return None, size
+            while piece := handle.readline(_PIECE):
+                size += len(piece)
+                if piece.endswith(b"\n"):
+                    break
+            return None, size
+        pieces.append(piece)
+        if piece.endswith(b"\n"):
             break
-    return skipped
+    return (pieces[0] if len(pieces) == 1 else b"".join(pieces)), size
 
 
 def size_text(size: int) -> str:

@@ -251,7 +251,8 @@ def _open_regular(path: Path) -> BinaryIO:
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise InputError(name, "not a regular file")
-        return os.fdopen(descriptor, "rb")
+        # A big buffer: a log's long lines are read in pieces of this size.
+        return os.fdopen(descriptor, "rb", buffering=_READ_AT_ONCE)
     except BaseException:
         os.close(descriptor)
         raise

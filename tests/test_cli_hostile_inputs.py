@@ -285,4 +285,4 @@ def test_a_real_line_of_1_5_gb_stays_within_the_file_limit(tmp_path: Path) -> No
     )
     assert "line 2: longer than 256 MiB" in done.stderr, done.stderr[-2000:]
     peak = int(done.stderr.split("PEAK ")[1].split()[0])
-    assert peak < 600 * 1024 * 1024, f"peak RSS {peak:,} bytes"
+    assert peak < 400 * 1024 * 1024, f"peak RSS {peak:,} bytes"  # measured 287 MB

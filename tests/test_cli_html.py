@@ -7,15 +7,18 @@ import json
 import os
 import shutil
 import subprocess
+import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hostile_runs import hostile_folder
 from loopfuse.cli.main import main
 
 VOID = {"meta", "link", "input", "br", "img", "hr", "wbr", "source", "area", "col", "base"}
+HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}  # controls, format, surrogates, separators
 HOSTILE = "<script>alert(1)</script>\"'</style>]]>\x00\ud800&amp;<!--"
 
 
@@ -237,6 +240,27 @@ def test_the_page_renders_in_a_browser_without_errors(
     assert "4 of 4 runs shown" in dom
     assert "alert(1)" in dom
     assert "<script>alert" not in dom
+
+
+@needs_chromium
+def test_hostile_text_in_every_field_runs_nothing_in_a_browser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Markup that would retitle the page, bidi overrides, zero-width characters, ESC,
+    # C1 and NUL in every field a run controls (see tests/hostile_runs.py).
+    page = tmp_path / "report.html"
+    page.write_text(render(hostile_folder(tmp_path / "runs"), capsys), encoding="utf-8")
+    dom, log = browse(page, tmp_path / "profile")
+    problems = [line for line in log.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert problems == []
+    assert 'data-ready="1"' in dom  # the page's own script ran to its end
+    title = dom[dom.index("<title>") + 7 : dom.index("</title>")]
+    assert title.startswith("loopfuse scan: ")  # no script of the run's ran
+    assert "<img" not in dom  # the page has none: the run's stayed text
+    assert dom.count("<script") == 1
+    assert "document.title='hacked'" in dom  # ... shown as text
+    hidden = {c for c in dom if c != "\n" and unicodedata.category(c) in HIDDEN_CATEGORIES}
+    assert hidden == set()  # no bidi override, zero-width or control character in the page
 
 
 @needs_chromium

@@ -4,8 +4,9 @@ The summary, one timeline per flagged run (:mod:`loopfuse.cli.timeline`) with it
 findings, and a table of every run that sorts (click a heading) and filters (type, or
 tick "flagged only"). No network: inline CSS and SVG, a few lines of plain JavaScript,
 and a Content-Security-Policy that forbids loading anything. Every text that comes from
-a run (file names, tool names and arguments, answers, messages) is escaped
-(:func:`~loopfuse.cli.timeline.esc`); none of it is ever put inside the script or the
+a run (file names, outcomes, tool names and arguments, answers, messages, session ids,
+errors) is escaped (:func:`~loopfuse.cli.escape.esc`: hidden and control characters
+replaced, bidi overrides included); none of it is ever put inside the script or the
 style sheet. The page reads ``#filter=TEXT&flagged=1&sort=COLUMN:desc`` from its
 address, so a link can open it filtered and sorted.
 """
@@ -16,18 +17,18 @@ from collections.abc import Sequence
 from typing import Final
 
 import loopfuse
+from loopfuse.cli.escape import esc
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.report import run_header
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.summary import (
-    GUARD_VERBS,
     Summary,
     finding_title,
     not_spent_parts,
     plural,
     spans_text,
 )
-from loopfuse.cli.timeline import Palette, esc, timeline_svg
+from loopfuse.cli.timeline import Palette, timeline_svg
 
 __all__ = ["render_html"]
 
@@ -164,28 +165,11 @@ def render_html(
 
 
 def _summary(summary: Summary) -> list[str]:
-    rows = [
-        (
-            "files",
-            f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
-            + (f", {summary.errors:,} unreadable" if summary.errors else ""),
-        )
-    ]
-    if summary.outcomes:
-        flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in summary.outcomes.items())
-        rows.append(("outcomes", f"flagged {flagged}"))
-    rows.append(("requests", f"{summary.requests:,} replayed"))
-    for guard, acted in summary.acted.items():
-        if guard not in summary.guards:
-            rows.append((guard, "off"))
-            continue
-        kinds = ", ".join(f"{n} {kind}" for kind, n in summary.kinds[guard].items())
-        text = f"{plural(acted, 'request')} {GUARD_VERBS[guard]}"
-        if kinds:
-            text += f" in {plural(summary.findings[guard], 'finding')} ({kinds})"
-        rows.append((guard, text))
-    if summary.spared_requests:
-        rows.append(("not spent", summary.not_spent()))
+    files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
+    if summary.errors:
+        files += f", {summary.errors:,} unreadable"
+    # Every row is escaped whole (the run's outcomes in it as well), so they go in as is.
+    rows = summary.rows(files, f"{summary.requests:,} replayed", str)
     body = "".join(f"<tr><th>{esc(label)}</th><td>{esc(text)}</td></tr>" for label, text in rows)
     return ['<h2 id="summary">Summary</h2>', f'<table class="summary">{body}</table>']
 

@@ -36,6 +36,7 @@ __all__ = [
     "json_type",
     "not_a_request",
     "read_lines",
+    "size_text",
 ]
 
 CONVERSATION_KEYS: Final = tuple(dict.fromkeys(_KEY_OF_DIALECT.values()))
@@ -94,12 +95,25 @@ def is_wrapper(value: dict[str, Any]) -> bool:
     return "body" in value and not any(key in value for key in CONVERSATION_KEYS)
 
 
-def read_lines(handle: IO[bytes]) -> Iterator[LogEntry | BadLine]:
-    """Each line of a log, read one at a time: memory holds one line, not the file."""
+def read_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[LogEntry | BadLine]:
+    """Each line of a log, read one at a time: memory holds one line, not the file.
+
+    A line longer than ``max_line`` bytes is a :class:`BadLine`; it is skipped without
+    ever being held whole (a line of gigabytes costs ``max_line`` bytes, not its size).
+    """
     with handle:
         offset = 0
-        for number, raw in enumerate(handle, start=1):
-            offset += len(raw)
+        number = 0
+        while True:
+            raw, size = _read_line(handle, max_line)
+            if not size:
+                break
+            number += 1
+            offset += size
+            if raw is None:
+                problem = f"longer than {size_text(max_line or 0)} (the limit of one request)"
+                yield BadLine(number, problem, offset)
+                continue
             line = raw.strip()
             if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]  # a UTF-8 byte order mark
@@ -114,6 +128,45 @@ def read_lines(handle: IO[bytes]) -> Iterator[LogEntry | BadLine]:
                 yield entry_of(number, _parse_line(line), offset)
             except LineProblem as exc:
                 yield BadLine(number, str(exc), offset)
+
+
+_PIECE: Final = 1024 * 1024
+
+
+def _read_line(handle: IO[bytes], max_line: int | None) -> tuple[bytes | None, int]:
+    """The next line and its size in bytes (``0``: the end of the file). A line longer
+    than ``max_line`` is ``None``: it is read a piece at a time and each piece dropped
+    once the line is known to be too long, so it never costs more than ``max_line``."""
+    if max_line is None:
+        raw = handle.readline()
+        return raw, len(raw)
+    pieces: list[bytes] = []
+    size = 0
+    while piece := handle.readline(_PIECE):
+        size += len(piece)
+        if size - piece.endswith(b"\n") > max_line:
+            pieces.clear()  # too long: what was read goes, the rest is only counted
+            if piece.endswith(b"\n"):
+                return None, size
+            while piece := handle.readline(_PIECE):
+                size += len(piece)
+                if piece.endswith(b"\n"):
+                    break
+            return None, size
+        pieces.append(piece)
+        if piece.endswith(b"\n"):
+            break
+    return (pieces[0] if len(pieces) == 1 else b"".join(pieces)), size
+
+
+def size_text(size: int) -> str:
+    """A size limit as people read it: ``256 MiB``, or ``100 bytes``.
+
+    >>> size_text(256 * 1024 * 1024), size_text(100)
+    ('256 MiB', '100 bytes')
+    """
+    mib = 1024 * 1024
+    return f"{size // mib:,} MiB" if size >= mib and size % mib == 0 else f"{size:,} bytes"
 
 
 def _parse_line(line: bytes) -> dict[str, Any]:

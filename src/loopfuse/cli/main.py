@@ -35,13 +35,14 @@ from loopfuse.cli.config import (
     load_toml,
 )
 from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.escape import printable
 from loopfuse.cli.html import render_html
 from loopfuse.cli.markdown import render_markdown
 from loopfuse.cli.progress import Progress
-from loopfuse.cli.readers import STDIN, InputError, collect, read_bytes, read_path
+from loopfuse.cli.readers import STDIN, InputError, collect, read_path, read_stdin
 from loopfuse.cli.report import Style, render_json, render_text
 from loopfuse.cli.results import FileResult
-from loopfuse.cli.summary import Summary, printable
+from loopfuse.cli.summary import Summary
 from loopfuse.errors import ConfigError
 
 __all__ = ["main", "run_scan"]
@@ -168,10 +169,7 @@ def run_scan(paths: Sequence[str], settings: Settings, stdout: TextIO, stderr: T
         name = "<stdin>" if target == STDIN else str(target)
         progress.step(name)
         try:
-            if isinstance(target, Path):
-                source = read_path(target)
-            else:
-                source = read_bytes(name, sys.stdin.buffer.read())
+            source = read_path(target) if isinstance(target, Path) else read_stdin(sys.stdin.buffer)
             result, found = scan_source(source, settings, progress.within)
         except InputError as exc:
             errors.append(exc)

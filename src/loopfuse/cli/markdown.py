@@ -2,16 +2,15 @@
 
 At most :data:`LIMIT` characters (GitHub refuses longer comments): the summary first,
 then the flagged runs, as many as fit, then a note of what was left out. Every text
-that comes from a run (file names, tool calls, answers, messages) is attacker-controlled
-and is written inside a code span, where Markdown and HTML mean nothing; backticks in
-it become ``'`` and table pipes are escaped, so nothing can break out.
+that comes from a run (file names, outcomes, tool calls, answers, errors) is
+attacker-controlled and is written inside a code span (:func:`loopfuse.cli.escape.code`),
+where Markdown and HTML mean nothing; backticks in it become ``'``, table pipes are
+escaped and hidden or control characters replaced, so nothing can break out.
 
 >>> from loopfuse.cli.summary import Summary
 >>> text = render_markdown([], [], Summary.of([], [], ("breaker", "detector", "dedup")))
 >>> text.splitlines()[0], len(text) <= LIMIT
 ('# loopfuse scan', True)
->>> print(code("a`b|c\\n<script>"))
-`a'b\\|c <script>`
 """
 
 from __future__ import annotations
@@ -19,28 +18,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from loopfuse.cli.escape import code
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.report import run_header
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.summary import Summary, finding_title, not_spent_parts, plural, spans_text
 
-__all__ = ["LIMIT", "code", "render_markdown"]
+__all__ = ["LIMIT", "render_markdown"]
 
 LIMIT: Final = 60_000
 """Characters a Markdown report may hold."""
 
 _RESERVE: Final = 600  # room kept for the note of what was left out
-_CELL: Final = 300  # characters of run text per code span
 _ERRORS_SHOWN: Final = 20
-
-
-def code(text: str, room: int = _CELL) -> str:
-    """``text`` as an inline code span on one line, safe in a table cell."""
-    flat = " ".join(text.split()).replace("`", "'").replace("|", "\\|")
-    flat = "".join(c if c.isprintable() else "\ufffd" for c in flat)
-    if len(flat) > room:
-        flat = flat[: room - 3] + "..."
-    return f"`{flat or ' '}`"
 
 
 def render_markdown(
@@ -79,7 +69,7 @@ def _summary(summary: Summary) -> list[str]:
     files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
     if summary.errors:
         files += f", {summary.errors:,} unreadable"
-    rows = summary.rows(files, f"{summary.requests:,} replayed")
+    rows = summary.rows(files, f"{summary.requests:,} replayed", code)
     return ["| | |", "|---|---|", *(f"| {label} | {text} |" for label, text in rows)]
 
 

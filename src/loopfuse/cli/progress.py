@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Final, TextIO
 
+from loopfuse.cli.escape import printable
+
 __all__ = ["MANY_FILES", "PATIENCE", "Progress"]
 
 MANY_FILES: Final = 4
@@ -58,10 +60,10 @@ class Progress:
         self._last = -1.0
 
     def step(self, name: str) -> None:
-        """File ``name`` is next."""
+        """File ``name`` is next (a run's file name: written as :func:`printable` text)."""
         if not self.enabled:
             return
-        self._name = name
+        self._name = printable(name)
         self.done += 1
         self._last = -1.0
         if self.total >= MANY_FILES or self._drawn:

@@ -40,10 +40,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from loopfuse.cli.loglines import (
     CONVERSATION_KEYS,
@@ -55,6 +56,7 @@ from loopfuse.cli.loglines import (
     json_type,
     not_a_request,
     read_lines,
+    size_text,
 )
 from loopfuse.errors import LoopfuseError
 from loopfuse.intent._textdepth import json_loads
@@ -72,11 +74,13 @@ __all__ = [
     "collect",
     "read_bytes",
     "read_path",
+    "read_stdin",
 ]
 
 MAX_FILE_BYTES: Final = 256 * 1024 * 1024
-"""A JSON document (read whole) larger than this is refused; a ``.jsonl``/``.ndjson`` log
-is read line by line, whatever its size."""
+"""A JSON document (a file or standard input, read whole) larger than this is refused;
+a ``.jsonl``/``.ndjson`` log is read line by line, whatever its size, and a line larger
+than this is skipped (reported as a bad line)."""
 
 SCAN_SUFFIXES: Final = (".json", ".jsonl", ".ndjson", ".traj")
 """The files a folder scan picks up (any file named on the command line is read)."""
@@ -180,27 +184,115 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 
 def read_path(path: Path) -> Source:
-    """Recognise one file; a ``.jsonl``/``.ndjson`` file is read line by line, later."""
+    """Recognise one file; a ``.jsonl``/``.ndjson`` file is read line by line, later.
+
+    Only a regular file is opened (see :func:`_open_regular`); a JSON document is read
+    up to :data:`MAX_FILE_BYTES`, a log one line of at most that size at a time.
+    """
     name = str(path)
+    log = path.suffix.lower() in LOG_SUFFIXES
     try:
-        size = path.stat().st_size
-        if path.suffix.lower() not in LOG_SUFFIXES and size > MAX_FILE_BYTES:
-            limit = MAX_FILE_BYTES // (1024 * 1024)
-            raise InputError(
-                name, f"too large ({size:,} bytes; the limit is {limit} MiB, or name it .jsonl)"
-            )
-        if path.suffix.lower() in LOG_SUFFIXES:
-            with path.open("rb") as handle:
-                _check_start(name, handle.read(8192), size)
-            return Log(name, size, lambda: read_lines(path.open("rb")))
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(name, "no such file or folder") from None
-    except IsADirectoryError:
-        raise InputError(name, "is a folder") from None
+        with _open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if log:
+                _check_start(name, handle.read(8192) or b"", size)
+                return Log(name, size, lambda: _read_log(path))
+            if size > MAX_FILE_BYTES:
+                raise InputError(
+                    name,
+                    f"too large ({size:,} bytes; the limit is {size_text(MAX_FILE_BYTES)}, "
+                    "or name it .jsonl)",
+                )
+            data = _read_limited(name, handle, size, ", or name it .jsonl")
     except OSError as exc:
-        raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+        raise _unreadable(name, exc) from None
     return read_bytes(name, data)
+
+
+def read_stdin(stream: BinaryIO) -> Source:
+    """Recognise what standard input holds, read up to :data:`MAX_FILE_BYTES` (as a
+    file is: a log longer than that is scanned from a ``.jsonl`` file, line by line)."""
+    name = "<stdin>"
+    try:
+        data = _read_limited(name, stream, 0, "; save a log as a .jsonl file and scan that")
+    except OSError as exc:
+        raise _unreadable(name, exc) from None
+    return read_bytes(name, data)
+
+
+_OPEN_FLAGS: Final = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once, with or without a writer
+    | getattr(os, "O_NOCTTY", 0)  # a terminal never becomes the controlling one
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_READ_AT_ONCE: Final = 1024 * 1024
+
+
+def _looks_regular(path: Path) -> bool:
+    """Whether ``path`` (what it links to) is a regular file, looked at without opening it."""
+    return stat.S_ISREG(path.stat().st_mode)
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading, when it is a regular file.
+
+    A FIFO, a device or a socket (a named pipe, ``/dev/zero``, ``/dev/stdin``, named or
+    linked to) is refused without being opened: opening one may wait for a writer, read
+    forever, or act on a device. The path may change between that look and the open, so
+    the descriptor opened is checked too, and it is opened with ``O_NONBLOCK``: a FIFO
+    put there in between is refused, not waited on.
+    """
+    name = str(path)
+    if not _looks_regular(path):
+        raise InputError(name, "is a folder" if path.is_dir() else "not a regular file")
+    descriptor = os.open(path, _OPEN_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise InputError(name, "not a regular file")
+        # A big buffer: a log's long lines are read in pieces of this size.
+        return os.fdopen(descriptor, "rb", buffering=_READ_AT_ONCE)
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _read_log(path: Path) -> Iterator[LogEntry | BadLine]:
+    # Opened (and checked) again when it is read: it may have changed since.
+    try:
+        handle = _open_regular(path)
+    except OSError as exc:
+        raise _unreadable(str(path), exc) from None
+    return read_lines(handle, MAX_FILE_BYTES)
+
+
+def _read_limited(name: str, stream: BinaryIO, expected: int, advice: str) -> bytes:
+    """All of ``stream``, refused past :data:`MAX_FILE_BYTES`: what is read is bounded,
+    not only what ``stat`` said (a file may grow; a ``/proc`` file says 0; a pipe says
+    nothing). ``expected`` is the size to read at once (one allocation, when right)."""
+    limit = MAX_FILE_BYTES
+    wanted = min(expected, limit) + 1 if expected > 0 else _READ_AT_ONCE
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = stream.read(min(wanted, limit + 1 - total))
+        if chunk is None:  # a non-blocking descriptor with nothing to read yet
+            raise InputError(name, "cannot read: no data ready (not a regular file?)")
+        if not chunk:
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        wanted = _READ_AT_ONCE
+    raise InputError(name, f"too large (over the limit of {size_text(limit)}{advice})")
+
+
+def _unreadable(name: str, exc: OSError) -> InputError:
+    if isinstance(exc, FileNotFoundError):
+        return InputError(name, "no such file or folder")
+    if isinstance(exc, IsADirectoryError):
+        return InputError(name, "is a folder")
+    return InputError(name, f"cannot read: {exc.strerror or exc}")
 
 
 def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:

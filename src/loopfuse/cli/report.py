@@ -20,7 +20,6 @@ Summary
 from __future__ import annotations
 
 import dataclasses
-import json
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import ClassVar, Final
 
 import loopfuse
 from loopfuse.cli.config import Settings
+from loopfuse.cli.escape import json_text, printable
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.summary import (
@@ -36,7 +36,6 @@ from loopfuse.cli.summary import (
     money_text,
     not_spent_parts,
     plural,
-    printable,
     spans_text,
 )
 
@@ -81,7 +80,8 @@ def _name(name: str, width: int) -> str:
 
 
 def run_header(result: FileResult) -> str:
-    """``trajectory, openai_chat, failed (max_steps), 10 requests``."""
+    """``trajectory, openai_chat, failed (max_steps), 10 requests``: with the run's own
+    text as it is (each report escapes it its way)."""
     parts = [result.kind, result.dialect]
     if result.meta.get("outcome"):
         exit_reason = result.meta.get("exit_reason")
@@ -93,7 +93,7 @@ def run_header(result: FileResult) -> str:
         parts.append(f"{result.unchecked:,} not checked (unreadable bodies)")
     if result.bad_lines:
         parts.append(f"{plural(result.bad_lines, 'line')} skipped (not requests)")
-    return printable(", ".join(parts))
+    return ", ".join(parts)
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
@@ -145,7 +145,7 @@ def _finding_lines(
 
 def _run_lines(result: FileResult, style: Style, width: int, verbose: bool) -> list[str]:
     lines = [style.paint(_name(result.name, width), "file")]
-    header = run_header(result) + (": clean" if result.clean else "")
+    header = printable(run_header(result)) + (": clean" if result.clean else "")
     for line in _wrap(header, width, "  ", "    "):
         lines.append(style.paint(line, "green") if result.clean else line)
     shown = result.findings if verbose else result.findings[:FINDINGS_SHOWN]
@@ -190,7 +190,7 @@ def _summary_lines(summary: Summary, style: Style, width: int) -> list[str]:
     if summary.unchecked:
         requests += f" ({summary.unchecked:,} not checked: bodies loopfuse cannot read)"
     lines = [style.paint("Summary", "file")]
-    for label, text in summary.rows(files, requests):
+    for label, text in summary.rows(files, requests, printable):
         lines.extend(_wrap(text, width, f"  {label:<11}", " " * 13))
     return lines
 
@@ -228,4 +228,4 @@ def render_json(
             "cost_text": None if summary.cost is None else money_text(summary.cost),
         },
     }
-    return json.dumps(document, indent=2, ensure_ascii=False)
+    return json_text(document)

@@ -9,9 +9,8 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,7 +26,6 @@ __all__ = [
     "money_text",
     "not_spent_parts",
     "plural",
-    "printable",
     "spans_text",
     "tokens_text",
 ]
@@ -126,12 +124,16 @@ class Summary:
             return None
         return self.price.cost(self.spared_tokens_in, self.spared_tokens_out)
 
-    def rows(self, files: str, requests: str) -> list[tuple[str, str]]:
+    def rows(self, files: str, requests: str, quote: Callable[[str], str]) -> list[tuple[str, str]]:
         """The summary as (label, text) rows, the ``files`` and ``requests`` texts as
-        the report words them: files, outcomes, requests, each guard, what was not spent."""
+        the report words them: files, outcomes, requests, each guard, what was not spent.
+        ``quote`` writes text a run wrote (an outcome) in the report's format
+        (:mod:`loopfuse.cli.escape`)."""
         rows = [("files", files)]
         if self.outcomes:
-            flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in self.outcomes.items())
+            flagged = ", ".join(
+                f"{n} of {total} {quote(o)}" for o, (n, total) in self.outcomes.items()
+            )
             rows.append(("outcomes", f"flagged {flagged}"))
         rows.append(("requests", requests))
         for guard in GUARDS:
@@ -157,19 +159,6 @@ class Summary:
         if self.price is not None:
             text += f", {money_text(self.cost or 0.0)} at {self.price}"
         return text
-
-
-_UNPRINTABLE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def printable(text: str) -> str:
-    """Text from a run, safe on a terminal: control characters (an escape sequence a
-    hostile run slipped into a tool name) and lone surrogates become U+FFFD.
-
-    >>> printable("ls\x1b[2J")
-    'ls\ufffd[2J'
-    """
-    return _UNPRINTABLE.sub("\ufffd", text)
 
 
 def plural(n: int, word: str) -> str:

@@ -7,21 +7,21 @@ are shaded as not spent. A turn that made no tool call is a short grey mark; a l
 marks are its requests, coloured by the tool their last turn called. A run longer than
 :data:`MAX_MARKS` marks is drawn with one mark per several calls.
 
-Everything written into the SVG that comes from the run goes through :func:`esc`.
+Everything written into the SVG that comes from the run goes through
+:func:`~loopfuse.cli.escape.esc`.
 """
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
+from loopfuse.cli.escape import esc
 from loopfuse.cli.results import FileResult
 
-__all__ = ["MAX_MARKS", "PALETTE", "PER_ROW", "Palette", "esc", "timeline_svg"]
+__all__ = ["MAX_MARKS", "PALETTE", "PER_ROW", "Palette", "timeline_svg"]
 
 PER_ROW: Final = 100
 MAX_MARKS: Final = 5000
@@ -44,13 +44,6 @@ _MARK: Final = 6
 _ROW: Final = 22
 _LEFT: Final = 52
 _TOP: Final = 6
-_UNSAFE: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-
-
-def esc(text: object) -> str:
-    """Text from a run, safe anywhere in HTML or SVG text and attribute values: control
-    characters, NUL and lone surrogates become U+FFFD, then ``& < > " '`` are escaped."""
-    return html.escape(_UNSAFE.sub("\ufffd", str(text)), quote=True)
 
 
 class Palette:

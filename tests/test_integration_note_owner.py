@@ -133,4 +133,5 @@ def test_without_call_ids_a_run_is_known_by_its_history() -> None:
     assert guard.check(ollama(other)).action == "note"
     refused = guard.check(ollama([*other, "Error 2"]))
     assert refused.action == "refuse"
-    assert refused.message is not None and IGNORED in refused.message
+    assert refused.message is not None
+    assert IGNORED in refused.message

@@ -68,7 +68,8 @@ class Guard(GuardSteps):
             caching answers is an explicit choice).
         mode: ``"refuse"`` a looping request; forward it with a ``"note"`` for the model;
             or ``"warn"``: note it the first time, refuse it when the same loop (same
-            session, kind and signature) goes on after the note.
+            session, kind and signature) goes on after the note in the conversation the
+            note was written into (known by its tool calls' provider ids).
         cache_streams: cache streamed answers too (``stream: true``).
         cache_sampled: serve sampled requests (temperature above 0, no seed) from the
             cache too. Off by default: a caller asking for randomness gets a fresh sample.

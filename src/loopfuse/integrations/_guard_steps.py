@@ -14,11 +14,14 @@ options, which :class:`~loopfuse.integrations.Guard` sets.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Final
+
+from blake3 import blake3
 
 from loopfuse.breaker import LoopBreaker, LoopDecision
 from loopfuse.dedup import DedupCache, RequestKey
+from loopfuse.errors import InvalidInputError
 from loopfuse.events import EventAction
 from loopfuse.integrations import _cache_controls
 from loopfuse.integrations._decision import (
@@ -33,10 +36,54 @@ from loopfuse.integrations._notes import add_note
 from loopfuse.integrations._prepared import Prepared
 from loopfuse.integrations._records import TimedRecords
 from loopfuse.integrations._reporting import Reporter
+from loopfuse.intent import call_ids, canonical_json
 
 __all__ = ["GuardSteps"]
 
 _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
+_THREADS_KEPT: Final = 8  # conversations remembered per (owner, kind, signature)
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """The conversation a note was written into, so that only a later request of *that*
+    conversation is refused for ignoring it: by the provider ids of its tool calls (each
+    run gets fresh ones, and keeps them in its history); in a dialect without ids, by
+    its canonical messages (a later request of the run starts with them)."""
+
+    ids: frozenset[str]
+    messages: int
+    digest: bytes
+
+    @classmethod
+    def of(cls, prepared: Prepared) -> Thread:
+        ids = call_ids(prepared.value)
+        if ids:
+            return cls(ids, 0, b"")
+        messages = _messages(prepared)
+        return cls(ids, len(messages), _digest(messages))
+
+    def continued_by(self, prepared: Prepared) -> bool:
+        """Whether ``prepared`` is a later request of this conversation."""
+        if self.ids:
+            return self.ids <= call_ids(prepared.value)
+        messages = _messages(prepared)
+        if not self.digest or len(messages) < self.messages:
+            return False
+        return _digest(messages[: self.messages]) == self.digest
+
+
+def _messages(prepared: Prepared) -> list[Any]:
+    intent = prepared.analysis.parsed_intent
+    messages = intent.get("messages") if isinstance(intent, dict) else None
+    return messages if isinstance(messages, list) else []
+
+
+def _digest(messages: list[Any]) -> bytes:
+    try:
+        return blake3(canonical_json(messages)).digest(16)
+    except (InvalidInputError, RecursionError, ValueError):
+        return b""  # cannot be written: never the same conversation as another
 
 
 class GuardSteps:
@@ -52,7 +99,7 @@ class GuardSteps:
     cache_namespace: str | None
     clock: Callable[[], float]
     _report: Reporter
-    _notes: TimedRecords[tuple[str, str, str], bool]
+    _notes: TimedRecords[tuple[str, str, str], tuple[Thread, ...]]
 
     def _finish(
         self,
@@ -97,10 +144,12 @@ class GuardSteps:
         if self.mode == "warn":
             key = (prepared.owner(), loop.code, loop.signature or "")
             now = self.clock()
-            if self._notes.get(key, now) is not None:
+            noted = self._notes.get(key, now) or ()
+            if any(thread.continued_by(prepared) for thread in noted):
                 ignored = replace(loop, message=f"{loop.message} {_IGNORED_NOTE}")
                 return self._refuse(prepared, ignored)
-            self._notes.put(key, True, now)
+            # Not this conversation's note (another run of the same prompt, say): note it.
+            self._notes.put(key, (*noted[-(_THREADS_KEPT - 1) :], Thread.of(prepared)), now)
         return self._note(prepared, loop)
 
     def _refuse(self, prepared: Prepared, loop: Loop) -> GuardDecision:

@@ -75,6 +75,7 @@ from loopfuse.intent._json import (
 from loopfuse.intent._native import c_extension_available
 from loopfuse.intent._parts import Walk
 from loopfuse.intent._responses import responses_intent
+from loopfuse.intent._threads import call_ids
 from loopfuse.intent._turns import Conversation, Turn, conversation
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "Turn",
     "analyse",
     "c_extension_available",
+    "call_ids",
     "canonical_intent_bytes",
     "canonical_json",
     "conversation",

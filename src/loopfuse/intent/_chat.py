@@ -20,8 +20,10 @@ from loopfuse.intent._parts import (
     parse_arguments,
     tool_call,
 )
+from loopfuse.intent._written import has_written_calls, written_messages
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
+_TEXT_TYPES = frozenset({"text", "input_text"})
 
 
 def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any]:
@@ -30,6 +32,7 @@ def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any
     messages: list[dict[str, Any]] = []
     linker = CallLinker()
     leading = True  # system/developer messages before the first other one are the prompt
+    waiting = False  # the last turn wrote its calls as text: a user turn may answer them
     marks = walk.marks if walk is not None else None
     for message in body["messages"]:
         if marks is not None:
@@ -50,7 +53,16 @@ def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any
             continue
         leading = False
         if role == "assistant":
-            messages.append(_assistant(message, linker, walk))
+            canon = _assistant(message, linker, walk)
+            waiting = False
+            written = None if "tool_calls" in canon else _written(canon, "assistant", linker, walk)
+            if written is None:
+                messages.append(canon)
+            else:
+                messages.extend(written[0])
+                waiting = written[1]
+        elif role == "user":
+            waiting = _user_turn(message, linker, messages, walk, waiting)
         elif role == "tool":
             messages.append(_tool_result(message, linker))
             if walk is not None and "tool_name" in message:
@@ -65,8 +77,6 @@ def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any
             if isinstance(name, str):
                 result["name"] = name
             messages.append(result)
-        elif role == "user":
-            _user(message, linker, messages, walk)
         elif role is not None:
             messages.append({"role": role, "content": content_parts(message.get("content"))})
         else:
@@ -140,6 +150,41 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
         canon["tool_calls"] = calls
         linker.start_turn(ids, calls)
     return canon
+
+
+def _written(
+    canon: dict[str, Any], role: str, linker: CallLinker, walk: Walk | None
+) -> tuple[list[dict[str, Any]], bool] | None:
+    """The messages ``canon`` stands for when its text writes tool calls (smolagents,
+    ReAct: :mod:`loopfuse.intent._written`), or ``None`` (the common case, kept cheap)."""
+    content = canon["content"]
+    if len(content) == 1 and type(content[0]) is str and not has_written_calls(content[0]):
+        return None
+    return written_messages(role, content, linker, walk)
+
+
+def _user_turn(
+    message: dict[str, Any],
+    linker: CallLinker,
+    messages: list[dict[str, Any]],
+    walk: Walk | None,
+    waiting: bool,
+) -> bool:
+    """Append a user message: the answer to calls written as text, a prompt holding a
+    written scratchpad of calls, or a plain user turn. Whether calls still wait for an
+    answer after it."""
+    content = message.get("content")
+    if type(content) is str or (
+        isinstance(content, list)
+        and all(isinstance(b, dict) and b.get("type") in _TEXT_TYPES for b in content)
+    ):
+        parts = content_parts(content)
+        written = written_messages("user", parts, linker, walk, waiting) if parts else None
+        if written is not None:
+            messages.extend(written[0])
+            return written[1]
+    _user(message, linker, messages, walk)
+    return False
 
 
 def _tool_result(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:

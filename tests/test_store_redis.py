@@ -272,13 +272,20 @@ def test_slow_redis_times_out_and_fails_open(server: RedisServer, client: Any) -
 
 
 def test_redis_errors_fail_open(client: Any) -> None:
+    # An error reply of the server (out of memory: it takes no writes), not junk in one
+    # key, which is no failure (a key of another type: tests/test_store_junk.py).
     store = RedisStore(client, unique_prefix())
-    client.set(store.layout.session_keys("s")[0], "not a sorted set")
-    assert store.record("s", 1, 0.0, 30.0, 256) == 0
-    assert "WRONGTYPE" in (store.last_error or "")
-    closed = RedisStore(client, store.key_prefix, fail_closed=True)
-    with pytest.raises(StoreUnavailableError, match="WRONGTYPE"):
-        closed.record("s", 1, 0.0, 30.0, 256)
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", 1)
+    try:
+        assert store.record("s", 1, 0.0, 30.0, 256) == 0
+        assert "OOM" in (store.last_error or "")
+        closed = RedisStore(client, store.key_prefix, fail_closed=True)
+        with pytest.raises(StoreUnavailableError, match="OOM"):
+            closed.record("s", 1, 0.0, 30.0, 256)
+    finally:
+        client.config_set("maxmemory", 0)
+    assert store.record("s", 1, 0.0, 30.0, 256) == 1
 
 
 # -- asyncio --------------------------------------------------------------------------------

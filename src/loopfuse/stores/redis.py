@@ -21,7 +21,8 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
 
 - **One round trip per guard step.** ``record``: one ``EVALSHA`` of a Lua script that
   trims, caps, adds and counts atomically. ``get``: one ``GET``. ``set``: one
-  ``SET ... PX``. ``acquire``: one ``SET ... NX PX``. ``release``: one ``EVALSHA``
+  ``SET ... PX``. ``acquire``: one ``EVALSHA`` (``SET ... NX PX``, and the take-over of
+  a junk lock). ``release``: one ``EVALSHA``
   (compare-and-delete). ``peek``: one pipelined ``GET`` + ``PTTL``. (A script is loaded
   once per server: the first call after a restart costs one extra round trip.)
 - **One clock.** ``time_source="redis"`` (the default): windows are timed by the Redis
@@ -281,7 +282,8 @@ class _RedisStoreBase:
         pipe = client.pipeline(transaction=False)
         for command in request.commands:
             getattr(pipe, command.name)(*command.args, **command.kwargs)
-        return pipe.execute()
+        # Error replies come back in the list: the plan tells junk (WRONGTYPE) from failures.
+        return pipe.execute(raise_on_error=False)
 
     def __repr__(self) -> str:
         return (
@@ -376,7 +378,8 @@ class RedisStore(_RedisStoreBase):
         self._run(self._ops.set(key_value, digest, value, ttl, now))
 
     def acquire(self, key_value: int, digest: bytes | None, ttl: float) -> str | None:
-        """See :meth:`loopfuse.stores.CacheStore.acquire`: one ``SET ... NX PX``."""
+        """See :meth:`loopfuse.stores.CacheStore.acquire`: one ``EVALSHA`` of
+        ``SET ... NX PX`` (a lock key holding junk, which never expires, is taken over)."""
         return self._run(self._ops.acquire(key_value, digest, ttl))
 
     def release(self, key_value: int, digest: bytes | None, token: str) -> None:

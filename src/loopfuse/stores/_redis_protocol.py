@@ -86,22 +86,22 @@ local function drop(member)
   if redis.call('HINCRBY', h, f, -1) <= 0 then redis.call('HDEL', h, f) end
 end
 local function record()
-  if redis.call('ZCARD', z) > 0 and redis.call('HEXISTS', h, '#') == 0 then
-    junk('samples without their counts')
-  end
   while true do
     local head = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
     if #head == 0 or now - tonumber(head[2]) < window then break end
     drop(head[1])
   end
-  while redis.call('ZCARD', z) >= max_samples do
+  local n = redis.call('ZCARD', z)
+  while n >= max_samples do
     drop(redis.call('ZRANGE', z, 0, 0)[1])
+    n = n - 1
   end
   local seq = redis.call('HINCRBY', h, '#', 1)
   redis.call('ZADD', z, now_s, string.format('%016d', seq) .. ':' .. fp)
+  n = n + 1
   local repeats = redis.call('HINCRBY', h, fp, 1)
-  if repeats < 1 or repeats > redis.call('ZCARD', z) then
-    junk('a count the samples do not hold')
+  if repeats < 1 or repeats > n or (seq == 1 and n > 1) then
+    junk('counts out of step with the samples')
   end
   return repeats
 end

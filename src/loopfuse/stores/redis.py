@@ -1,7 +1,8 @@
 """Redis stores: breaker windows and cached answers shared by processes and hosts.
 
-Needs ``redis-py`` (``pip install 'loopfuse[redis]'``), imported only by ``from_url``; a
-store is otherwise built around a client you made:
+Needs ``redis-py`` (``pip install 'loopfuse[redis]'``), imported when a store is made
+(``from_url`` makes its client; a store takes redis-py's "pool full" error type); a store
+is otherwise built around a client you made:
 
 .. code-block:: python
 
@@ -47,6 +48,11 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
   ``failure_threshold`` failures in a row (within ``failure_window`` seconds) the store
   stops calling Redis for ``cooldown`` seconds, then lets one probe through (see
   :mod:`loopfuse.stores.circuit`); meanwhile operations fail at once, by the policy.
+- **Junk under a key** (another client wrote another type, junk bytes or another
+  encoding under a key of the store) is one session's or one answer's problem, not an
+  outage: the window is started afresh, the answer misses, the lock is taken over; each
+  is counted as junk, never towards the circuit (see
+  :mod:`loopfuse.stores._redis_protocol`).
 - **Values** go through ``codec`` (default: :data:`~loopfuse.stores.codecs.DEFAULT_CODEC`:
   bytes, str, JSON values); never pickle.
 """

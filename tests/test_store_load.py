@@ -15,6 +15,7 @@ its own count (1, 2, ..., up to the session's ``max_samples_per_session``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -154,7 +155,7 @@ def test_threads_beyond_the_pool_compute_once_and_are_each_counted(
 
 
 def test_a_task_that_finds_no_connection_in_time_fails_open_without_opening_the_circuit(
-    server: RedisServer,
+    server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def scenario() -> None:
         # One connection, no wait: the second of two simultaneous checks finds it taken.
@@ -175,7 +176,12 @@ def test_a_task_that_finds_no_connection_in_time_fails_open_without_opening_the_
         assert (await breaker.acheck("s", 1)).repeats == 2  # and it counts on
         await store.client.aclose()
 
-    asyncio.run(scenario())
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        asyncio.run(scenario())
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "record found no free connection (ConnectionWaitTimeout: " in warning
+    assert "failing open" in warning
+    assert "(1 without a free connection)" in warning
 
 
 def test_a_thread_that_finds_no_connection_in_time_fails_by_the_policy(

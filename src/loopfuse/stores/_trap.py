@@ -51,13 +51,13 @@ from loopfuse.stores.circuit import (
 __all__ = ["Attempt", "FailureTrap"]
 
 
-class _Dropped(Exception):
-    """An admitted call dropped before it reached the backend (see :meth:`Attempt.recheck`)."""
-
-
 T = TypeVar("T")
 
 logger = logging.getLogger("loopfuse")
+
+
+class _Dropped(Exception):
+    """An admitted call dropped before it reached the backend (see :meth:`Attempt.recheck`)."""
 
 
 class Attempt(Generic[T]):
@@ -244,20 +244,23 @@ class FailureTrap:
                 self._logged_at, suppressed, self._since_log = now, self._since_log - 1, 0
         closed = self.fail_closed and kind != "junk"
         if log:
-            circuit = self.circuit
+            notes = ""
+            if self.backpressure:
+                notes += f" ({self.backpressure} without a free connection)"
+            if self.circuit.state == "open":
+                wait = self.circuit.retry_in()
+                notes += f"; circuit open: {self.backend} not called for {wait:.1f}s"
             logger.warning(
                 "loopfuse: %s store %s %s (%s); %s; %d more failure(s) since the last "
                 "report, %d in all%s",
                 self.backend,
                 operation,
-                "waited too long for a connection" if kind == "backpressure" else "failed",
+                "found no free connection" if kind == "backpressure" else "failed",
                 detail,
                 "failing closed" if closed else "failing open",
                 suppressed,
                 self.count + self.backpressure,
-                f"; circuit open: {self.backend} not called for {circuit.retry_in():.1f}s"
-                if circuit.state == "open"
-                else (f" ({self.backpressure} waited too long)" if self.backpressure else ""),
+                notes,
             )
         if closed:
             raise StoreUnavailableError(

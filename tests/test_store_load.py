@@ -235,6 +235,11 @@ def test_a_pool_emptied_by_other_code_is_back_pressure_too(server: RedisServer) 
     client = server.client(max_connections=1)
     store = RedisStore(client, unique_prefix(), failure_threshold=1)
     taken = client.connection_pool.get_connection()
+    try:
+        client.connection_pool.get_connection()
+    except redis.ConnectionError as full:
+        if type(full).__name__ != "MaxConnectionsError":  # a type of its own: recent redis-py
+            pytest.skip(f"this redis-py says a pool is full with a plain {full!r}")
     assert store.record("s", 1, 0.0, WINDOW, 256) == 0
     assert (store.pool_timeouts, store.failure_count, store.circuit.opened) == (1, 0, 0)
     client.connection_pool.release(taken)

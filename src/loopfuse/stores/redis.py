@@ -143,8 +143,9 @@ def fail_fast_client(
 
 
 def _pool_full_errors() -> tuple[type[Exception], ...]:
-    """redis-py's "Too many connections" (``MaxConnectionsError``, redis-py >= 6), where
-    it has a type of its own: a full pool, not Redis failing."""
+    """redis-py's "Too many connections" where it has a type of its own
+    (``MaxConnectionsError``; recent redis-py raises it from every pool): a full pool,
+    not Redis failing."""
     try:
         from redis.exceptions import MaxConnectionsError
     except ImportError:  # an older redis-py, or a client that is not redis-py's

@@ -40,7 +40,7 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
 - **Load is back-pressure, not an outage.** At most as many operations of one store
   hold a connection at once as its client's pool has (``max_connections``); the others
   wait their turn, up to ``pool_timeout`` seconds (see :mod:`loopfuse.stores._gate`),
-  so 1,000 tasks on 100 connections compute once and count every check. A wait that
+  so 1,000 tasks on 10 connections compute once and count every check. A wait that
   runs out (or a pool emptied by other code: redis-py's "Too many connections") gets the
   failure policy but is counted apart, in ``pool_timeouts``, and never opens the
   circuit; ``pool_waits`` counts the operations that waited.
@@ -126,9 +126,8 @@ def fail_fast_client(
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
-        raise ConfigError(f"max_connections must be an int >= 1, got {max_connections!r}")
-    if max_connections < 1:
+    size: object = max_connections
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ConfigError(f"max_connections must be an int >= 1, got {max_connections!r}")
     options: dict[str, Any] = {
         "socket_timeout": timeout,

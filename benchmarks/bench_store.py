@@ -6,12 +6,16 @@ under a fresh key prefix and deletes nothing else). Needs ``redis-server`` and t
 ``redis`` package. Prints:
 
 - round trips per step (must be 1): counted on the client (every command sent) and on
-  the server (``INFO commandstats``: one ``EVALSHA`` per breaker check);
+  the server (``INFO commandstats``: one ``EVALSHA`` per breaker check, and the
+  server's time per check);
 - seconds per call, as ratios to ``json.loads`` of the ~50 KB agent request of
   ``bodies.py`` measured in the same run (``timing.py``), with the in-memory store and
   the guards (``LoopBreaker.check``) on either store, and on a Redis store whose circuit
   is open (Redis failing: the check fails open without calling it);
-- checks per second against local Redis: one process, then 4 processes at once.
+- checks per second against local Redis: one process, then 4 processes at once;
+- load beyond the pool: 1,000 concurrent ``acheck`` of one request on
+  ``AsyncRedisStore.from_url`` (its 10 connections): seconds for all, how many allowed
+  (must be ``max_repeats``), failures (must be 0), waits for a connection.
 
 Not a test: nothing here fails on a slow machine.
 """
@@ -19,6 +23,7 @@ Not a test: nothing here fails on a slow machine.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import multiprocessing
@@ -40,7 +45,7 @@ from bodies import agent_request_bytes
 from loopfuse import DedupCache, LoopBreaker, RequestKey
 from loopfuse.stores import MISS
 from loopfuse.stores.memory import MemoryBreakerStore, MemoryCacheStore
-from loopfuse.stores.redis import RedisStore
+from loopfuse.stores.redis import AsyncRedisStore, RedisStore
 from timing import interleaved, report
 
 DIGEST = bytes(range(32))
@@ -89,6 +94,7 @@ def round_trips(url: str, prefix: str) -> None:
     store = RedisStore(client, prefix)
     store.record("warm", 1, 0.0, 30.0, 256)  # loads each script once per server
     store.release(0, None, "warm")
+    store.acquire(0, None, 1.0)
     breaker = LoopBreaker(window=30.0, max_repeats=10**9, store=store)
     cache: DedupCache[str] = DedupCache(store=store)
     key = RequestKey.from_str("What is Rust?")
@@ -118,12 +124,13 @@ def round_trips(url: str, prefix: str) -> None:
     print(
         f"  {'LoopBreaker.check, circuit open':<34} {(CountingRedis.commands - before) / 100:.2f}"
     )
-    stats = client.info("commandstats")
-    before = stats["cmdstat_evalsha"]["calls"]
+    stats = client.info("commandstats")["cmdstat_evalsha"]
+    before, before_usec = stats["calls"], stats["usec"]
     for i in range(1000):
         store.record(f"s{i}", 1, 0.0, 30.0, 256)
-    after = client.info("commandstats")["cmdstat_evalsha"]["calls"]
-    print(f"  server-side: {after - before} EVALSHA for 1000 breaker checks")
+    stats = client.info("commandstats")["cmdstat_evalsha"]
+    calls, usec = stats["calls"] - before, stats["usec"] - before_usec
+    print(f"  server-side: {calls} EVALSHA for 1000 breaker checks, {usec / calls:.1f} us each")
     client.close()
 
 
@@ -215,6 +222,28 @@ def throughput(url: str, prefix: str, processes: int, seconds: float) -> float:
     return total / seconds
 
 
+def load(url: str, prefix: str, tasks: int = 1000, max_repeats: int = 5) -> None:
+    """``tasks`` concurrent checks of one request from one event loop, on more tasks than
+    the store's pool has connections: each waits its turn for one."""
+
+    async def run() -> None:
+        store = AsyncRedisStore.from_url(url, key_prefix=f"{prefix}load:{uuid.uuid4().hex}:")
+        breaker = LoopBreaker(window=600.0, max_repeats=max_repeats, store=store)
+        await breaker.acheck("warm", 1)
+        start = time.perf_counter()
+        decisions = await asyncio.gather(*(breaker.acheck("s", 42) for _ in range(tasks)))
+        elapsed = time.perf_counter() - start
+        allowed = sum(d.allowed for d in decisions)
+        print(
+            f"  {tasks} tasks on {store.max_connections} connections: {elapsed:.2f} s, "
+            f"{allowed} allowed (max_repeats={max_repeats}), {store.failure_count} failures, "
+            f"{store.pool_waits} waits, {store.pool_timeouts} waits that ran out"
+        )
+        await store.client.aclose()
+
+    asyncio.run(run())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="a running Redis (default: start redis-server)")
@@ -233,6 +262,8 @@ def main() -> None:
         for processes in (1, 4):
             rate = throughput(url, prefix, processes, options.seconds)
             print(f"  {processes} process(es): {rate:10,.0f} checks/s")
+        print("concurrent LoopBreaker.acheck, one event loop, one request:")
+        load(url, prefix)
     finally:
         if server is not None:
             server.terminate()

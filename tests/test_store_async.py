@@ -123,9 +123,9 @@ def test_async_methods_on_a_sync_shared_store_wait_in_a_worker_thread() -> None:
 
     class SlowClient:
         def register_script(self, lua: str) -> Any:
-            def script(keys: list[str], args: list[object]) -> int:
+            def script(keys: list[str], args: list[object]) -> list[int]:
                 release.wait(5.0)  # a slow Redis; were the loop blocked, nothing would set it
-                return 1
+                return [1, 0]  # the breaker script's [repeats, repaired]
 
             return script
 

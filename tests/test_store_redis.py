@@ -178,11 +178,32 @@ def test_bad_arguments_raise_typed_errors_before_any_round_trip(client: Any) -> 
         {"log_interval": -1},
         {"codec": "json"},
         {"key_prefix": b"bytes:"},
+        {"pool_timeout": -1},
+        {"pool_timeout": float("inf")},
+        {"pool_timeout": "1"},
     ],
 )
 def test_bad_settings_raise_config_error(client: Any, kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         RedisStore(client, **kwargs)
+
+
+@pytest.mark.parametrize("size", [0, -1, 2.5, True, None])
+def test_a_bad_pool_size_raises_config_error(server: RedisServer, size: object) -> None:
+    for store_type in (RedisStore, AsyncRedisStore):
+        with pytest.raises(ConfigError, match="max_connections"):
+            store_type.from_url(server.url, max_connections=size)  # type: ignore[arg-type]
+
+
+def test_the_store_takes_turns_on_its_clients_pool(server: RedisServer) -> None:
+    # a client made by hand: the pool it has (redis-py's default, or one of 3)
+    assert (
+        RedisStore(server.client()).max_connections
+        == server.client().connection_pool.max_connections
+    )
+    assert RedisStore(server.client(max_connections=3), pool_timeout=0).max_connections == 3
+    store = RedisStore.from_url(server.url)
+    assert (store.max_connections, store.pool_timeout) == (10, 5.0)
 
 
 def test_a_client_that_decodes_responses_is_refused(server: RedisServer) -> None:
@@ -272,13 +293,20 @@ def test_slow_redis_times_out_and_fails_open(server: RedisServer, client: Any) -
 
 
 def test_redis_errors_fail_open(client: Any) -> None:
+    # An error reply of the server (out of memory: it takes no writes), not junk in one
+    # key, which is no failure (a key of another type: tests/test_store_junk.py).
     store = RedisStore(client, unique_prefix())
-    client.set(store.layout.session_keys("s")[0], "not a sorted set")
-    assert store.record("s", 1, 0.0, 30.0, 256) == 0
-    assert "WRONGTYPE" in (store.last_error or "")
-    closed = RedisStore(client, store.key_prefix, fail_closed=True)
-    with pytest.raises(StoreUnavailableError, match="WRONGTYPE"):
-        closed.record("s", 1, 0.0, 30.0, 256)
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", 1)
+    try:
+        assert store.record("s", 1, 0.0, 30.0, 256) == 0
+        assert "OOM" in (store.last_error or "")
+        closed = RedisStore(client, store.key_prefix, fail_closed=True)
+        with pytest.raises(StoreUnavailableError, match="OOM"):
+            closed.record("s", 1, 0.0, 30.0, 256)
+    finally:
+        client.config_set("maxmemory", 0)
+    assert store.record("s", 1, 0.0, 30.0, 256) == 1
 
 
 # -- asyncio --------------------------------------------------------------------------------

@@ -10,12 +10,14 @@ stall at all: a ticker task measures how late the event loop runs it.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
 
+from conftest import THREAD_GUARD
 from loopfuse import DedupCache, LoopBreaker, RequestKey
 from loopfuse.stores.redis import AsyncRedisStore, RedisStore
 from store_helpers import RedisServer, redis_or_skip, running_server, unique_prefix
@@ -93,6 +95,58 @@ def test_a_stalled_redis_costs_threshold_timeouts_not_one_per_check(
     repeats = other.check("s", 1).repeats
     assert breaker.check("s", 1).repeats == repeats + 1
     assert not breaker.check("s", 1).allowed
+
+
+@pytest.mark.parametrize("kind", ["sync store, threads", "async store, tasks"])
+def test_callers_queued_for_a_connection_fail_at_once_once_the_circuit_opens(
+    server: RedisServer, kind: str
+) -> None:
+    # 20 callers, 2 connections: the two that hold them wait out the stall and open the
+    # circuit; the 18 queued behind them then fail at once, instead of each taking its
+    # turn to wait a timeout (10 rounds of 2: 10 timeouts).
+    options: dict[str, Any] = {
+        "timeout": TIMEOUT, "key_prefix": unique_prefix(), "max_connections": 2,
+        "failure_threshold": 1, "cooldown": 60.0,
+    }  # fmt: skip
+    callers = 20
+    if kind.startswith("sync"):
+        store: Any = RedisStore.from_url(server.url, **options)
+        breaker = LoopBreaker(max_repeats=3, store=store)
+        assert breaker.check("s", 1).repeats == 1
+        start = threading.Barrier(callers)
+        decisions: list[Any] = []
+
+        def caller() -> None:
+            start.wait(THREAD_GUARD)
+            decisions.append(breaker.check("s", 1))
+
+        threads = [threading.Thread(target=caller) for _ in range(callers)]
+        with server.paused():
+            started = time.monotonic()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(THREAD_GUARD)
+            elapsed = time.monotonic() - started
+    else:
+
+        async def scenario() -> tuple[list[Any], float]:
+            nonlocal store
+            store = AsyncRedisStore.from_url(server.url, **options)
+            breaker = LoopBreaker(max_repeats=3, store=store)
+            assert (await breaker.acheck("s", 1)).repeats == 1
+            with server.paused():
+                started = time.monotonic()
+                many = await asyncio.gather(*(breaker.acheck("s", 1) for _ in range(callers)))
+                return many, time.monotonic() - started
+
+        decisions, elapsed = asyncio.run(scenario())
+    assert len(decisions) == callers
+    assert all(d.allowed and d.repeats == 0 for d in decisions)
+    assert store.failure_count - store.circuit.short_circuited == 2  # reached Redis
+    assert store.circuit.short_circuited == callers - 2
+    assert store.pool_timeouts == 0
+    assert elapsed < 4 * TIMEOUT, elapsed
 
 
 # -- asyncio ------------------------------------------------------------------------------

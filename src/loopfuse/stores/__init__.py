@@ -27,7 +27,10 @@ exceptions out. When the backend is down, slow or erroring, the operation *fails
 without single flight). A store built with ``fail_closed=True`` raises
 :class:`StoreUnavailableError` instead. After repeated failures its circuit
 (:mod:`loopfuse.stores.circuit`) stops calling the backend for a cool-down, so that a
-stalled backend costs one timeout per cool-down, not one per call.
+stalled backend costs one timeout per cool-down, not one per call. Neither load (more
+callers than connections: they wait their turn, bounded) nor junk that another client
+wrote under one key (a miss, or a fresh window, for that key only) is a failure of the
+backend: neither opens the circuit.
 
 :class:`AsyncBreakerStore` and :class:`AsyncCacheStore` are the same operations, awaited.
 The guards take a store of either kind: their ``a``-prefixed methods (``acheck``,

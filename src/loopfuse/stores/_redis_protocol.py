@@ -19,6 +19,15 @@ Keys (``P`` is the store's ``key_prefix``, ``loopfuse:`` by default):
 
 Every key has a TTL: a session's two keys the window (from its last request), an answer
 its TTL (at most ``max_ttl``), a lock its lock TTL.
+
+Junk: any client may write under these keys (another type, junk bytes, another
+encoding, no TTL). That is bad data in one session's window or one answer's slot, not
+Redis failing, so no command of ours lets it become an error of the store (which would
+count towards the circuit and shut every session out): the breaker script starts a
+window that it cannot read afresh; a read of an answer of another type or encoding is a
+miss (the next ``set`` replaces it); a lock of another type or without a TTL (every
+lock of ours has one) is taken over; a release touches only its own token. Each such
+find is counted as junk (:meth:`~loopfuse.stores._trap.FailureTrap.junk`).
 """
 
 from __future__ import annotations
@@ -45,6 +54,14 @@ T = TypeVar("T")
 # are one step for every client. Times travel as strings, never as Lua numbers: Lua 5.1
 # prints numbers with 14 significant digits, and a score must keep all of its bits so
 # that ``now - seen < window`` compares exactly what the in-memory store compares.
+# A window it cannot read (a key of another type, a sample or a count in another
+# format, counts out of step with the samples) is junk written by another client: it is
+# deleted and this request recorded in a fresh window (the reply's second item says so),
+# instead of failing on every request of the session for good. Only junk is caught
+# (WRONGTYPE, a count that is not an integer, our own checks): any other error (out of
+# memory, a read-only replica) is raised as it came. Writes made before the junk was
+# found are not rolled back by Redis, but both keys go anyway; the second attempt runs
+# outside pcall, so a real error (not junk: the keys are new) still fails.
 BREAKER_LUA: Final = """
 local z, h = KEYS[1], KEYS[2]
 local now_s = ARGV[1]
@@ -56,37 +73,78 @@ local now = tonumber(now_s)
 local window = tonumber(ARGV[2])
 local max_samples = tonumber(ARGV[3])
 local fp = ARGV[4]
+local function junk(what) error('loopfuse junk: ' .. what) end
+local function is_junk(e)
+  local m = type(e) == 'table' and e.err or tostring(e)
+  return string.find(m, 'WRONGTYPE', 1, true) == 1 or string.find(m, 'not an integer', 1, true)
+    or string.find(m, 'would overflow', 1, true) or string.find(m, 'loopfuse junk', 1, true)
+end
 local function drop(member)
   redis.call('ZREM', z, member)
-  local f = string.match(member, ':(.*)$')
+  local f = string.match(member, '^%d+:(.+)$')
+  if not f then junk('a sample not written by loopfuse') end
   if redis.call('HINCRBY', h, f, -1) <= 0 then redis.call('HDEL', h, f) end
 end
-while true do
-  local head = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
-  if #head == 0 or now - tonumber(head[2]) < window then break end
-  drop(head[1])
+local function record()
+  while true do
+    local head = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+    if #head == 0 or now - tonumber(head[2]) < window then break end
+    drop(head[1])
+  end
+  local n = redis.call('ZCARD', z)
+  while n >= max_samples do
+    drop(redis.call('ZRANGE', z, 0, 0)[1])
+    n = n - 1
+  end
+  local seq = redis.call('HINCRBY', h, '#', 1)
+  redis.call('ZADD', z, now_s, string.format('%016d', seq) .. ':' .. fp)
+  n = n + 1
+  local repeats = redis.call('HINCRBY', h, fp, 1)
+  if repeats < 1 or repeats > n or (seq == 1 and n > 1) then
+    junk('counts out of step with the samples')
+  end
+  return repeats
 end
-while redis.call('ZCARD', z) >= max_samples do
-  drop(redis.call('ZRANGE', z, 0, 0)[1])
+local repaired = 0
+local ok, repeats = pcall(record)
+if not ok then
+  if not is_junk(repeats) then error(repeats) end
+  redis.call('DEL', z, h)
+  repaired = 1
+  repeats = record()
 end
-local seq = redis.call('HINCRBY', h, '#', 1)
-redis.call('ZADD', z, now_s, string.format('%016d', seq) .. ':' .. fp)
-local repeats = redis.call('HINCRBY', h, fp, 1)
 redis.call('PEXPIRE', z, ARGV[5])
 redis.call('PEXPIRE', h, ARGV[5])
-return repeats
+return {repeats, repaired}
 """
 
-# Compare-and-delete: only the holder's token releases a lock.
+# Take a single-flight lock: SET NX PX. A key there that no holder of ours wrote
+# (another type, or a string without a TTL: every lock of ours has one) would block the
+# key for good: it is taken over (reply 2) instead of waited for. Otherwise 1 (taken)
+# or 0 (held by someone).
+ACQUIRE_LUA: Final = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('PTTL', KEYS[1]) >= 0 then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 2
+"""
+
+# Compare-and-delete: only the holder's token releases a lock (a key of another type is
+# nobody's token: left to the next acquire, which takes it over).
 RELEASE_LUA: Final = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
 return 0
 """
 
-SCRIPTS: Final = {"record": BREAKER_LUA, "release": RELEASE_LUA}
+SCRIPTS: Final = {"record": BREAKER_LUA, "acquire": ACQUIRE_LUA, "release": RELEASE_LUA}
 """The Lua scripts a client registers, by the name a :class:`Command` calls them."""
 
 SCAN_BATCH: Final = 500
+_TAKEN_OVER: Final = 2  # ACQUIRE_LUA's reply when it replaced junk
 _HEADER: Final = struct.Struct("<4sBdd")
 _MAGIC: Final = b"LFc1"
 _DIGEST_SIZE: Final = 32
@@ -131,6 +189,13 @@ class Operation(NamedTuple, Generic[T]):
 
 
 # -- checks and formats ---------------------------------------------------------------------
+
+
+def wrong_type(error: object) -> bool:
+    """Whether ``error`` (raised by a command, or an error reply of a pipeline) is Redis'
+    ``WRONGTYPE``: a key of ours holding another type, written by another client. Redis
+    error replies begin with their code, whatever the client library."""
+    return isinstance(error, Exception) and str(error).startswith("WRONGTYPE")
 
 
 def check_finite(value: object, name: str) -> float:
@@ -279,7 +344,14 @@ class RedisOperations:
         when = "" if self.layout.time_source == "redis" else repr(check_finite(now, "now"))
         args = (when, repr(seconds), cap, str(fingerprint), self.layout.ttl_ms(seconds))
         request = Command("record", (), {"keys": list(keys), "args": list(args)}, script=True)
-        return Operation("record", _one(request, int), 0)
+        return Operation("record", _one(request, self._recorded), 0)
+
+    def _recorded(self, reply: Any) -> int:
+        """The repeats of the breaker script's ``[repeats, repaired]`` reply."""
+        repeats, repaired = reply
+        if repaired:
+            self.trap.junk("record", ValueError("a session's window held junk: started afresh"))
+        return int(repeats)
 
     def reset(self, session_id: str | None) -> Operation[None]:
         if session_id is None:
@@ -302,6 +374,7 @@ class RedisOperations:
             tails = yield Pipeline(
                 tuple(Command("zrange", (k, -1, -1), {"withscores": True}) for k in batch)
             )
+            tails = self._replies("tracked_sessions", tails)
             live += sum(1 for t in tails if t and now - float(t[0][1]) < window)
         return live
 
@@ -312,15 +385,19 @@ class RedisOperations:
             entry = self._entry(blob, digest, now)
             return MISS if entry is None else entry.value
 
-        return Operation("get", _one(Command("get", (key,)), served), MISS)
+        return Operation("get", self._read("get", Command("get", (key,)), served), MISS)
 
     def peek(
         self, key_value: int, digest: bytes | None, now: float
     ) -> Operation[StoredEntry | None]:
         key, digest = self.layout.entry_key(key_value), check_digest(digest)
         request = Pipeline((Command("get", (key,)), Command("pttl", (key,))))
-        snapshot = _one(request, lambda replies: self._entry(replies[0], digest, now, replies[1]))
-        return Operation("peek", snapshot, None)
+
+        def snapshot(replies: list[Any]) -> StoredEntry | None:
+            blob, pttl = self._replies("peek", replies)
+            return self._entry(blob, digest, now, pttl)
+
+        return Operation("peek", _one(request, snapshot), None)
 
     def set(
         self, key_value: int, digest: bytes | None, value: object, ttl: float, now: float
@@ -340,11 +417,16 @@ class RedisOperations:
     def acquire(self, key_value: int, digest: bytes | None, ttl: float) -> Operation[str | None]:
         key = self.layout.lock_key(key_value, digest)
         token = secrets.token_hex(16)
-        request = Command(
-            "set", (key, token), {"nx": True, "px": self.layout.ttl_ms(check_ttl(ttl))}
-        )
+        ttl_ms = self.layout.ttl_ms(check_ttl(ttl))
+        request = Command("acquire", (), {"keys": [key], "args": [token, ttl_ms]}, script=True)
+
+        def taken(reply: object) -> str | None:
+            if reply == _TAKEN_OVER:
+                self.trap.junk("acquire", ValueError("a lock held junk: taken over"))
+            return token if reply else None
+
         # Failing open grants the lock: compute, without single flight.
-        return Operation("acquire", _one(request, lambda taken: token if taken else None), token)
+        return Operation("acquire", _one(request, taken), token)
 
     def release(self, key_value: int, digest: bytes | None, token: str) -> Operation[None]:
         key = self.layout.lock_key(key_value, digest)
@@ -385,6 +467,31 @@ class RedisOperations:
             return None
         value = self._decode(payload)
         return None if value is MISS else StoredEntry(value, created_at, ttl, 0)
+
+    def _read(self, operation: str, request: Request, answer: Callable[[Any], T]) -> Plan[T]:
+        """``answer`` of the reply to ``request``; of ``None`` (nothing there) when the key
+        holds another type: junk, counted, not a failure of Redis."""
+        try:
+            reply = yield request
+        except Exception as exc:
+            if not wrong_type(exc):
+                raise
+            self.trap.junk(operation, exc)
+            reply = None
+        return answer(reply)
+
+    def _replies(self, operation: str, replies: list[Any]) -> list[Any]:
+        """A pipeline's replies (sent with ``raise_on_error=False``): an error reply is
+        raised, unless it is ``WRONGTYPE`` (junk, counted): then the reply is ``None``."""
+        checked = []
+        for reply in replies:
+            if isinstance(reply, Exception):
+                if not wrong_type(reply):
+                    raise reply
+                self.trap.junk(operation, reply)
+                reply = None
+            checked.append(reply)
+        return checked
 
     def _unpack(self, blob: object) -> tuple[bytes | None, float, float, bytes] | None:
         try:

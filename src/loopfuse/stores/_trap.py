@@ -10,6 +10,14 @@ Every operation of a store with a backend runs inside :meth:`FailureTrap.attempt
 - every failure, short-circuited ones included, is counted; a warning goes to the
   ``loopfuse`` logger at most once per ``log_interval`` (saying how many it did not
   report), and one more when the backend answers again;
+- *back-pressure* (no connection of the client's pool came free in time:
+  :class:`~loopfuse.stores._gate.ConnectionWaitTimeout`, or a type the store names, such
+  as redis-py's ``MaxConnectionsError``) gets the same policy (open: the fallback;
+  closed: the error) but is counted apart, in :attr:`FailureTrap.backpressure`: the
+  backend did not fail, so the circuit is not told;
+- an operation admitted while the circuit was closed is dropped if the circuit opened
+  before it got a connection (:meth:`Attempt.recheck`): it would only wait out a
+  stalled backend again;
 - a cancelled operation (``asyncio.CancelledError``, ``KeyboardInterrupt``) is not a
   failure: it propagates, and a cancelled probe hands the probe to the next call.
 
@@ -27,10 +35,11 @@ import logging
 import math
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from loopfuse.errors import ConfigError
 from loopfuse.stores import StoreUnavailableError
+from loopfuse.stores._gate import ConnectionWaitTimeout
 from loopfuse.stores.circuit import (
     DEFAULT_COOLDOWN,
     DEFAULT_FAILURE_THRESHOLD,
@@ -41,9 +50,14 @@ from loopfuse.stores.circuit import (
 
 __all__ = ["Attempt", "FailureTrap"]
 
+
 T = TypeVar("T")
 
 logger = logging.getLogger("loopfuse")
+
+
+class _Dropped(Exception):
+    """An admitted call dropped before it reached the backend (see :meth:`Attempt.recheck`)."""
 
 
 class Attempt(Generic[T]):
@@ -68,6 +82,13 @@ class Attempt(Generic[T]):
         self.admission = self.trap.admit(self.operation)
         return self
 
+    def recheck(self) -> None:
+        """Once it holds a connection: a call admitted while the circuit was closed goes
+        no further if the circuit has opened meanwhile (the backend stalled while it
+        waited for the connection); it fails at once, as a short-circuited call."""
+        if self.admission == "call" and self.trap.circuit.state != "closed":
+            raise _Dropped
+
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
     ) -> bool:
@@ -80,7 +101,15 @@ class Attempt(Generic[T]):
             self.trap.circuit.abandon(probe=probe)
             return False
         self.value = self.fallback
-        self.trap.failed(self.operation, exc, probe=probe)  # raises when failing closed
+        trap = self.trap
+        # Each of these raises when failing closed.
+        if isinstance(exc, trap.backpressure_types):
+            trap.circuit.abandon(probe=probe)  # the probe never reached the backend
+            trap.held_back(self.operation, exc)
+        elif isinstance(exc, _Dropped):
+            trap.dropped(self.operation)
+        else:
+            trap.failed(self.operation, exc, probe=probe)
         return True
 
 
@@ -88,7 +117,9 @@ class FailureTrap:
     """Counts a backend's failures, logs them sparingly, applies the policy and the circuit.
 
     ``clock`` is real time (``time.monotonic``): it spaces the log lines and times the
-    circuit. Bad settings raise :class:`~loopfuse.errors.ConfigError`.
+    circuit. ``backpressure_types``: exceptions that mean "no connection free", counted
+    in :attr:`backpressure` (with :class:`~loopfuse.stores._gate.ConnectionWaitTimeout`).
+    Bad settings raise :class:`~loopfuse.errors.ConfigError`.
     """
 
     __slots__ = (
@@ -97,6 +128,8 @@ class FailureTrap:
         "_logged_at",
         "_since_log",
         "backend",
+        "backpressure",
+        "backpressure_types",
         "circuit",
         "clock",
         "count",
@@ -116,6 +149,7 @@ class FailureTrap:
         failure_threshold: int = DEFAULT_FAILURE_THRESHOLD,
         failure_window: float = DEFAULT_FAILURE_WINDOW,
         cooldown: float = DEFAULT_COOLDOWN,
+        backpressure_types: tuple[type[Exception], ...] = (),
     ) -> None:
         if not isinstance(fail_closed, bool):
             raise ConfigError(f"fail_closed must be a bool, not {type(fail_closed).__name__}")
@@ -132,6 +166,11 @@ class FailureTrap:
         self._since_log = 0
         self._cause = "no failure yet"
         self.count = 0
+        self.backpressure = 0
+        self.backpressure_types: tuple[type[Exception], ...] = (
+            ConnectionWaitTimeout,
+            *backpressure_types,
+        )
         self.down = False
         self.last_error: str | None = None
 
@@ -144,16 +183,29 @@ class FailureTrap:
         """Ask the circuit; a refusal is a failure (counted, maybe logged, maybe raised)."""
         admission = self.circuit.admit()
         if admission is None:
-            detail = f"circuit open, {self.backend} not called; last failure: {self._cause}"
-            self._failed(operation, detail, may_close=True)
+            self._short_circuited(operation)
         return admission
+
+    def _short_circuited(self, operation: str) -> None:
+        detail = f"circuit open, {self.backend} not called; last failure: {self._cause}"
+        self._failed(operation, detail, kind="failure")
+
+    def dropped(self, operation: str) -> None:
+        """A call admitted before the circuit opened, dropped before reaching the backend:
+        counted as short-circuited."""
+        self.circuit.short_circuit()
+        self._short_circuited(operation)
+
+    def held_back(self, operation: str, exc: Exception) -> None:
+        """No connection came free for the call in time: back-pressure, not a failure."""
+        self._failed(operation, f"{type(exc).__name__}: {exc}", kind="backpressure")
 
     def failed(self, operation: str, exc: Exception, *, probe: bool) -> None:
         """A call to the backend raised ``exc``."""
         # "Type: message", not repr(): some redis-py errors' repr drops the message.
         self._cause = f"{type(exc).__name__}: {exc}"
         self.circuit.failed(probe=probe)
-        self._failed(operation, self._cause, may_close=True)
+        self._failed(operation, self._cause, kind="failure")
 
     def succeeded(self) -> None:
         """A call to the backend was answered; log once when it is back after failures."""
@@ -169,34 +221,46 @@ class FailureTrap:
         """Count and maybe log data the store cannot read (not written by loopfuse, or by
         another codec): a miss, never an outage, so it neither fails closed nor counts
         towards the circuit."""
-        self._failed(operation, f"{type(exc).__name__}: {exc}", may_close=False)
+        self._failed(operation, f"{type(exc).__name__}: {exc}", kind="junk")
 
-    def _failed(self, operation: str, detail: str, *, may_close: bool) -> None:
+    def _failed(
+        self, operation: str, detail: str, *, kind: Literal["failure", "junk", "backpressure"]
+    ) -> None:
+        """Count, maybe log, and apply the policy: a failure of the backend sets
+        :attr:`down` and fails closed when told; junk does neither; back-pressure fails
+        closed when told and is counted apart."""
         error = f"{operation}: {detail}"
         with self._lock:
-            self.count += 1
+            if kind == "backpressure":
+                self.backpressure += 1
+            else:
+                self.count += 1
             self._since_log += 1
             self.last_error = error
-            self.down = self.down or may_close
+            self.down = self.down or kind == "failure"
             now = self.clock()
             log = now - self._logged_at >= self.interval
             if log:
                 self._logged_at, suppressed, self._since_log = now, self._since_log - 1, 0
-        closed = self.fail_closed and may_close
+        closed = self.fail_closed and kind != "junk"
         if log:
-            circuit = self.circuit
+            notes = ""
+            if self.backpressure:
+                notes += f" ({self.backpressure} without a free connection)"
+            if self.circuit.state == "open":
+                wait = self.circuit.retry_in()
+                notes += f"; circuit open: {self.backend} not called for {wait:.1f}s"
             logger.warning(
-                "loopfuse: %s store %s failed (%s); %s; %d more failure(s) since the last "
+                "loopfuse: %s store %s %s (%s); %s; %d more failure(s) since the last "
                 "report, %d in all%s",
                 self.backend,
                 operation,
+                "found no free connection" if kind == "backpressure" else "failed",
                 detail,
                 "failing closed" if closed else "failing open",
                 suppressed,
-                self.count,
-                f"; circuit open: {self.backend} not called for {circuit.retry_in():.1f}s"
-                if circuit.state == "open"
-                else "",
+                self.count + self.backpressure,
+                notes,
             )
         if closed:
             raise StoreUnavailableError(

@@ -153,6 +153,12 @@ class StoreCircuit:
             self.short_circuited += 1
             return None
 
+    def short_circuit(self) -> None:
+        """Count a call that was admitted but stopped before reaching the backend (it
+        waited for a connection while the circuit opened)."""
+        with self._lock:
+            self.short_circuited += 1
+
     def succeeded(self) -> bool:
         """A call reached the backend and got an answer: the circuit closes. Returns
         whether it was not closed before."""

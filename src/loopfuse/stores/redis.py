@@ -1,7 +1,8 @@
 """Redis stores: breaker windows and cached answers shared by processes and hosts.
 
-Needs ``redis-py`` (``pip install 'loopfuse[redis]'``), imported only by ``from_url``; a
-store is otherwise built around a client you made:
+Needs ``redis-py`` (``pip install 'loopfuse[redis]'``), imported when a store is made
+(``from_url`` makes its client; a store takes redis-py's "pool full" error type); a store
+is otherwise built around a client you made:
 
 .. code-block:: python
 
@@ -21,7 +22,8 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
 
 - **One round trip per guard step.** ``record``: one ``EVALSHA`` of a Lua script that
   trims, caps, adds and counts atomically. ``get``: one ``GET``. ``set``: one
-  ``SET ... PX``. ``acquire``: one ``SET ... NX PX``. ``release``: one ``EVALSHA``
+  ``SET ... PX``. ``acquire``: one ``EVALSHA`` (``SET ... NX PX``, and the take-over of
+  a junk lock). ``release``: one ``EVALSHA``
   (compare-and-delete). ``peek``: one pipelined ``GET`` + ``PTTL``. (A script is loaded
   once per server: the first call after a restart costs one extra round trip.)
 - **One clock.** ``time_source="redis"`` (the default): windows are timed by the Redis
@@ -35,10 +37,22 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
   ``loopfuse`` logger at most once per ``log_interval`` seconds. ``fail_closed=True``
   raises :class:`~loopfuse.stores.StoreUnavailableError` instead. No redis-py exception
   leaves the store.
+- **Load is back-pressure, not an outage.** At most as many operations of one store
+  hold a connection at once as its client's pool has (``max_connections``); the others
+  wait their turn, up to ``pool_timeout`` seconds (see :mod:`loopfuse.stores._gate`),
+  so 1,000 tasks on 10 connections compute once and count every check. A wait that
+  runs out (or a pool emptied by other code: redis-py's "Too many connections") gets the
+  failure policy but is counted apart, in ``pool_timeouts``, and never opens the
+  circuit; ``pool_waits`` counts the operations that waited.
 - **A stalled Redis costs one timeout per cool-down**, not one per call: after
   ``failure_threshold`` failures in a row (within ``failure_window`` seconds) the store
   stops calling Redis for ``cooldown`` seconds, then lets one probe through (see
   :mod:`loopfuse.stores.circuit`); meanwhile operations fail at once, by the policy.
+- **Junk under a key** (another client wrote another type, junk bytes or another
+  encoding under a key of the store) is one session's or one answer's problem, not an
+  outage: the window is started afresh, the answer misses, the lock is taken over; each
+  is counted as junk, never towards the circuit (see
+  :mod:`loopfuse.stores._redis_protocol`).
 - **Values** go through ``codec`` (default: :data:`~loopfuse.stores.codecs.DEFAULT_CODEC`:
   bytes, str, JSON values); never pickle.
 """
@@ -52,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from loopfuse.errors import ConfigError
 from loopfuse.stores import StoredEntry
 from loopfuse.stores._drive import adrive, drive
+from loopfuse.stores._gate import DEFAULT_POOL_TIMEOUT, ConnectionGate, pool_size
 from loopfuse.stores._redis_protocol import (
     SCAN_BATCH,
     SCRIPTS,
@@ -78,7 +93,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_KEY_PREFIX",
     "DEFAULT_LOG_INTERVAL",
+    "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_TTL",
+    "DEFAULT_POOL_TIMEOUT",
     "AsyncRedisStore",
     "RedisStore",
 ]
@@ -90,23 +107,49 @@ DEFAULT_MAX_TTL: Final = 30 * 24 * 3600.0
 """The longest TTL a key gets (an answer cached "forever" lives this long)."""
 DEFAULT_LOG_INTERVAL: Final = 60.0
 """Seconds between two failure warnings on the ``loopfuse`` logger."""
+DEFAULT_MAX_CONNECTIONS: Final = 10
+"""The size of the pool of a client made by ``from_url``. One process gains nothing from
+more: its event loop (or its GIL) is the bottleneck, and each new connection costs a
+handshake: 100 opened at once on a busy event loop took longer than a 0.25 s timeout,
+which reads as Redis stalling."""
 
 
-def fail_fast_client(url: str, timeout: float, *, asynchronous: bool) -> Any:
+def fail_fast_client(
+    url: str, timeout: float, *, asynchronous: bool, max_connections: int = DEFAULT_MAX_CONNECTIONS
+) -> Any:
     """A client that gives up after ``timeout`` seconds and does not retry: the guard
-    fails open at once instead of holding the request while Redis is away."""
+    fails open at once instead of holding the request while Redis is away. Its pool
+    holds ``max_connections``; the store makes its operations take turns on them."""
     import redis
     import redis.asyncio
     import redis.asyncio.retry
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    size: object = max_connections
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"max_connections must be an int >= 1, got {max_connections!r}")
+    options: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "max_connections": max_connections,
+    }
     if asynchronous:
         options["retry"] = redis.asyncio.retry.Retry(NoBackoff(), 0)
         return redis.asyncio.Redis.from_url(url, **options)
     options["retry"] = Retry(NoBackoff(), 0)
     return redis.Redis.from_url(url, **options)
+
+
+def _pool_full_errors() -> tuple[type[Exception], ...]:
+    """redis-py's "Too many connections" where it has a type of its own
+    (``MaxConnectionsError``; recent redis-py raises it from every pool): a full pool,
+    not Redis failing."""
+    try:
+        from redis.exceptions import MaxConnectionsError
+    except ImportError:  # an older redis-py, or a client that is not redis-py's
+        return ()
+    return (MaxConnectionsError,)
 
 
 async def _collect(keys: Any) -> list[bytes]:
@@ -131,6 +174,7 @@ class _RedisStoreBase:
         failure_threshold: int = DEFAULT_FAILURE_THRESHOLD,
         failure_window: float = DEFAULT_FAILURE_WINDOW,
         cooldown: float = DEFAULT_COOLDOWN,
+        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         kind = "redis.asyncio.Redis" if self._asynchronous else "redis.Redis"
@@ -149,7 +193,9 @@ class _RedisStoreBase:
             failure_threshold=failure_threshold,
             failure_window=failure_window,
             cooldown=cooldown,
+            backpressure_types=_pool_full_errors(),
         )
+        self._gate = ConnectionGate(pool_size(client), pool_timeout)
         self._ops = RedisOperations(Layout(key_prefix, time_source, max_ttl), codec, self._trap)
         self.client = client
         self._scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
@@ -187,8 +233,32 @@ class _RedisStoreBase:
 
     @property
     def last_error(self) -> str | None:
-        """The last failure, as ``"operation: error"``; ``None`` before any."""
+        """The last failure (or wait that ran out), as ``"operation: error"``; ``None``
+        before any."""
         return self._trap.last_error
+
+    @property
+    def pool_waits(self) -> int:
+        """Operations that found every connection of the pool in use and waited."""
+        return self._gate.waits
+
+    @property
+    def pool_timeouts(self) -> int:
+        """Operations that got no connection in time (``pool_timeout`` ran out, or the
+        pool, shared with other code, was full): answered by the failure policy, but
+        not failures of Redis (not in ``failure_count``; the circuit is not told)."""
+        return self._trap.backpressure
+
+    @property
+    def max_connections(self) -> int | None:
+        """How many operations hold a connection at once: the client's pool size
+        (``None``: no single pool, no limit)."""
+        return self._gate.limit
+
+    @property
+    def pool_timeout(self) -> float:
+        """Seconds an operation waits for a free connection."""
+        return self._gate.timeout
 
     @property
     def circuit(self) -> StoreCircuit:
@@ -218,7 +288,8 @@ class _RedisStoreBase:
         pipe = client.pipeline(transaction=False)
         for command in request.commands:
             getattr(pipe, command.name)(*command.args, **command.kwargs)
-        return pipe.execute()
+        # Error replies come back in the list: the plan tells junk (WRONGTYPE) from failures.
+        return pipe.execute(raise_on_error=False)
 
     def __repr__(self) -> str:
         return (
@@ -244,6 +315,8 @@ class RedisStore(_RedisStoreBase):
         failure_threshold: failures in a row that open the circuit (3; 0: never).
         failure_window: seconds within which they must fall (10).
         cooldown: seconds the open circuit keeps Redis uncalled before a probe (5).
+        pool_timeout: seconds an operation waits for one of the pool's connections when
+            they are all in use (5; 0: never wait), then fails by the policy.
         clock: real seconds (``time.monotonic``): spaces the warnings, times the circuit.
 
     Bad settings raise :class:`~loopfuse.errors.ConfigError`; arguments of the wrong
@@ -258,15 +331,27 @@ class RedisStore(_RedisStoreBase):
     client: redis.Redis
 
     @classmethod
-    def from_url(cls, url: str, *, timeout: float = 0.25, **kwargs: Any) -> RedisStore:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        timeout: float = 0.25,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        **kwargs: Any,
+    ) -> RedisStore:
         """A store on a new client for ``url`` (``redis://host:port/db``) that times out
-        after ``timeout`` seconds and never retries. Other keywords go to the store."""
-        return cls(fail_fast_client(url, timeout, asynchronous=False), **kwargs)
+        after ``timeout`` seconds, never retries and holds at most ``max_connections``
+        connections (the store's operations take turns on them). Other keywords go to
+        the store."""
+        client = fail_fast_client(url, timeout, asynchronous=False, max_connections=max_connections)
+        return cls(client, **kwargs)
 
     def _run(self, operation: Operation[T]) -> T:
         with self._trap.attempt(operation.name, operation.fallback) as attempt:
             if attempt.admitted:
-                attempt.value = drive(operation.plan, self._issue)
+                with self._gate.hold():
+                    attempt.recheck()  # the circuit may have opened while it waited
+                    attempt.value = drive(operation.plan, self._issue)
         return attempt.value
 
     def record(
@@ -299,7 +384,8 @@ class RedisStore(_RedisStoreBase):
         self._run(self._ops.set(key_value, digest, value, ttl, now))
 
     def acquire(self, key_value: int, digest: bytes | None, ttl: float) -> str | None:
-        """See :meth:`loopfuse.stores.CacheStore.acquire`: one ``SET ... NX PX``."""
+        """See :meth:`loopfuse.stores.CacheStore.acquire`: one ``EVALSHA`` of
+        ``SET ... NX PX`` (a lock key holding junk, which never expires, is taken over)."""
         return self._run(self._ops.acquire(key_value, digest, ttl))
 
     def release(self, key_value: int, digest: bytes | None, token: str) -> None:
@@ -329,14 +415,24 @@ class AsyncRedisStore(_RedisStoreBase):
     client: redis.asyncio.Redis
 
     @classmethod
-    def from_url(cls, url: str, *, timeout: float = 0.25, **kwargs: Any) -> AsyncRedisStore:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        timeout: float = 0.25,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        **kwargs: Any,
+    ) -> AsyncRedisStore:
         """See :meth:`RedisStore.from_url`."""
-        return cls(fail_fast_client(url, timeout, asynchronous=True), **kwargs)
+        client = fail_fast_client(url, timeout, asynchronous=True, max_connections=max_connections)
+        return cls(client, **kwargs)
 
     async def _run(self, operation: Operation[T]) -> T:
         with self._trap.attempt(operation.name, operation.fallback) as attempt:
             if attempt.admitted:
-                attempt.value = await adrive(operation.plan, self._issue)
+                async with self._gate.ahold():
+                    attempt.recheck()  # the circuit may have opened while it waited
+                    attempt.value = await adrive(operation.plan, self._issue)
         return attempt.value
 
     async def record(

@@ -61,7 +61,7 @@ MAX_LOG_BYTES: Final = 1024 * 1024
 """The log is moved to ``hook.log.1`` past this size (one old log is kept)."""
 MAX_ARGUMENT_TEXT: Final = 4096
 """Argument strings longer than this are kept as their length and hash."""
-MIN_EVENTS: Final = 64
+MIN_EVENTS: Final = 16
 
 _DETECTOR_OPTIONS: Final = tuple(o for o in OPTIONS if o.group == "detector")
 _DETECTOR_NAMES: Final = frozenset(o.name for o in _DETECTOR_OPTIONS)
@@ -246,9 +246,12 @@ def handle(
     try:
         settings = HookSettings()
         try:
-            settings = settings_of(read_flags(argv), env)
+            flags = read_flags(argv)
+            given = flags.get("state_dir")
+            root = state_root(given if isinstance(given, str) else None, env)
+            settings = settings_of(flags, env)
         finally:
-            root = state_root(settings.state_dir, env)
+            root = state_root(settings.state_dir, env) if settings.state_dir else root
         if env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no"):
             return "", 0
         try:
@@ -261,7 +264,7 @@ def handle(
         with locked(path, settings.lock_timeout):
             state = load(path)
             action, reason, logged = _decide(event, state, settings, now)
-            save(path, state)
+            save(path, state, now)
         if logged:
             _log(root, now, event, logged)
         output = render(event, action, reason)
@@ -408,8 +411,9 @@ def _new_call(
 
 
 def _trim(state: SessionState, window: int) -> None:
-    """Keep the events a fresh detector needs to reach the same state (its window)."""
-    limit = max(MIN_EVENTS, 4 * window)
+    """Keep the events a fresh detector needs to reach the same state: its window of
+    calls, each with its answer (the hook checks one call per batch)."""
+    limit = max(MIN_EVENTS, 2 * window)
     if len(state.events) > limit:
         del state.events[: len(state.events) - limit]
 

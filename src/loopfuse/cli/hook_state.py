@@ -184,8 +184,10 @@ def _times(value: object) -> bool:
     )
 
 
-def save(path: str, state: SessionState) -> None:
-    """Write ``state`` to ``path`` atomically (a reader sees the old file or the new)."""
+def save(path: str, state: SessionState, now: float | None = None) -> None:
+    """Write ``state`` to ``path`` atomically (a reader sees the old file or the new);
+    ``now`` (wall-clock seconds, default the real time) is its last use, which
+    :func:`cleanup` reads."""
     data = {
         "format": FORMAT,
         "version": VERSION,
@@ -200,6 +202,8 @@ def save(path: str, state: SessionState) -> None:
     try:
         with open(temporary, "w", encoding="utf-8", errors="surrogatepass") as file:
             file.write(text)
+        if now is not None:
+            os.utime(temporary, (now, now))
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -28,8 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from blake3 import blake3
 
@@ -81,8 +80,7 @@ _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so the
 _ENDED: Final = "It went on after loopfuse refused it, so loopfuse ended the session."
 
 
-@dataclass(frozen=True, slots=True)
-class HookSettings:
+class HookSettings(NamedTuple):
     """What ``loopfuse hook`` was told, from its flags and its settings file."""
 
     agent: str | None = None
@@ -90,7 +88,7 @@ class HookSettings:
     end_session: bool = False
     state_dir: str | None = None
     lock_timeout: float = LOCK_TIMEOUT
-    detector: dict[str, object] = field(default_factory=dict)
+    detector: Mapping[str, object] = {}  # never changed: a new dict is built
 
 
 def build_parser() -> argparse.ArgumentParser:

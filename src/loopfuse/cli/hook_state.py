@@ -25,7 +25,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Final
 
 from blake3 import blake3
@@ -62,7 +61,6 @@ class LockTimeout(Exception):
     """The session's lock was not had in time (the hook allows the call)."""
 
 
-@dataclass(slots=True)
 class SessionState:
     """A session's recent hook events, and what warn mode remembers.
 
@@ -73,10 +71,20 @@ class SessionState:
     map a loop's key to when it was last noted or refused.
     """
 
-    events: list[list[object]] = field(default_factory=list)
-    noted: dict[str, float] = field(default_factory=dict)
-    refused: dict[str, float] = field(default_factory=dict)
-    next_id: int = 0
+    __slots__ = ("events", "next_id", "noted", "refused")
+
+    def __init__(
+        self,
+        events: list[list[object]] | None = None,
+        noted: dict[str, float] | None = None,
+        refused: dict[str, float] | None = None,
+        next_id: int = 0,
+    ) -> None:
+        # A plain class, not a dataclass: an after-hook does not import dataclasses.
+        self.events = [] if events is None else events
+        self.noted = {} if noted is None else noted
+        self.refused = {} if refused is None else refused
+        self.next_id = next_id
 
 
 def state_root(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:

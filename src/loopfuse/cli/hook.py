@@ -508,7 +508,7 @@ def _log(root: str, now: float, event: HookEvent | None, text: str) -> None:
     who = f"{event.agent} {event.session} {event.event_name}" if event else "-"
     line = f"{stamp} {who}: {text}".replace("\r", " ").replace("\n", " ")[:2000] + "\n"
     try:
-        os.makedirs(root, exist_ok=True)
+        os.makedirs(root, mode=0o700, exist_ok=True)
         log = os.path.join(root, "hook.log")
         try:
             if os.stat(log).st_size > MAX_LOG_BYTES:

@@ -10,6 +10,8 @@ session's recent tool calls and their answers, which each hook replays into a fr
   written under an exclusive lock (``flock`` on a ``.lock`` file beside it), waited for
   a bounded time (:class:`LockTimeout` past it), and replaced atomically.
 - Bounded: the events kept are capped; large argument strings are kept as a hash.
+- Private: the files hold command lines and their output, so folders are created
+  ``0700`` and files ``0600``.
 - A file that is corrupt, foreign or of another version is a fresh start.
 - Sessions idle for :data:`MAX_IDLE` seconds are removed, at most once per
   :data:`CLEANUP_EVERY` seconds and at most :data:`CLEANUP_BATCH` files per run.
@@ -126,7 +128,9 @@ def locked(
 ) -> Iterator[None]:
     """Hold the exclusive lock of ``path``'s session; :class:`LockTimeout` after
     ``timeout`` seconds of trying."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    sessions = os.path.dirname(path)
+    os.makedirs(os.path.dirname(sessions), mode=0o700, exist_ok=True)  # the state folder
+    os.makedirs(sessions, mode=0o700, exist_ok=True)
     fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         deadline = clock() + timeout
@@ -208,7 +212,8 @@ def save(path: str, state: SessionState, now: float | None = None) -> None:
     folder, name = os.path.split(path)
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "w", encoding="utf-8", errors="surrogatepass") as file:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with open(fd, "w", encoding="utf-8", errors="surrogatepass") as file:
             file.write(text)
         if now is not None:
             os.utime(temporary, (now, now))
@@ -232,7 +237,7 @@ def cleanup(root: str, now: float, max_idle: float = MAX_IDLE) -> int:
             return 0
     except FileNotFoundError:
         pass
-    os.makedirs(root, exist_ok=True)
+    os.makedirs(root, mode=0o700, exist_ok=True)
     with open(marker, "a"):
         pass
     os.utime(marker, (now, now))

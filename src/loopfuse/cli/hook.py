@@ -244,17 +244,16 @@ def handle(
 
     ``clock`` is the wall clock (seconds), for warn mode's memory and the cleanup.
     """
-    root: str | None = None
+    root = state_root(None, env)  # where a problem is logged, until the settings say
     event: HookEvent | None = None
     try:
-        settings = HookSettings()
-        try:
-            flags = read_flags(argv)
-            given = flags.get("state_dir")
-            root = state_root(given if isinstance(given, str) else None, env)
-            settings = settings_of(flags, env)
-        finally:
-            root = state_root(settings.state_dir, env) if settings.state_dir else root
+        flags = read_flags(argv)
+        given = flags.get("state_dir")
+        if isinstance(given, str):
+            root = state_root(given, env)
+        settings = settings_of(flags, env)
+        if settings.state_dir:
+            root = state_root(settings.state_dir, env)
         if env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no"):
             return "", 0
         try:
@@ -283,7 +282,8 @@ def handle(
     except (ConfigError, HookPayloadError, LockTimeout) as exc:
         _log_failure(root, clock, event, f"{type(exc).__name__}: {exc}; the call is allowed")
     except Exception as exc:  # never break the agent: the call goes on unguarded
-        _log_failure(root, clock, event, f"internal error {type(exc).__name__}: {exc}")
+        problem = f"internal error {type(exc).__name__}: {exc}; the call is allowed"
+        _log_failure(root, clock, event, problem)
     return "", 0
 
 
@@ -521,8 +521,6 @@ def _log(root: str, now: float, event: HookEvent | None, text: str) -> None:
         pass
 
 
-def _log_failure(
-    root: str | None, clock: Callable[[], float], event: HookEvent | None, text: str
-) -> None:
+def _log_failure(root: str, clock: Callable[[], float], event: HookEvent | None, text: str) -> None:
     with contextlib.suppress(Exception):  # the log is best effort: the agent goes on
-        _log(root or state_root(), clock(), event, text)
+        _log(root, clock(), event, text)

@@ -1,0 +1,526 @@
+"""``loopfuse hook``: the command Claude Code, Codex and Gemini CLI run before and after
+every tool call (installed by ``loopfuse init``; see docs/agents.md).
+
+Before a call, the session's :class:`~loopfuse.detector.LoopDetector` (rebuilt from the
+session's recent calls and answers, see :mod:`~loopfuse.cli.hook_state`) decides on it;
+after it, the answer is recorded. What a loop gets depends on the mode, as in the
+integrations:
+
+- ``warn`` (default): the first time a loop is found the call runs and the model gets a
+  note after it; when the same loop goes on, the call is refused with the reason;
+- ``refuse``: refused at once; ``note``: only ever noted;
+- with ``--end-session``, a loop that goes on after its refusal ends the session, where
+  the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
+
+The hook never breaks the agent: a bad payload, an unknown event, a settings error, a
+lock not had in time or any internal error allows the call, prints nothing on stdout,
+exits 0 and writes one line to the log (``hook.log`` in the state folder).
+
+It imports only what it uses (the detector and this package's small modules), so that
+a hook process costs little more than Python's own start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from blake3 import blake3
+
+from loopfuse.cli.agents import AGENTS, Action, HookEvent, HookPayloadError, parse_event, render
+from loopfuse.cli.hook_state import (
+    LockTimeout,
+    SessionState,
+    cleanup,
+    load,
+    locked,
+    save,
+    session_path,
+    state_root,
+)
+from loopfuse.cli.options import OPTIONS, detector_arguments, load_toml, parse_value
+from loopfuse.errors import ConfigError
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
+
+MODES: Final = ("warn", "refuse", "note")
+WARN_WINDOW: Final = 600.0
+"""Seconds a note (and a refusal) is remembered, as the integrations' ``warn_window``."""
+LOCK_TIMEOUT: Final = 5.0
+"""Seconds a hook waits for its session's lock before it allows the call unguarded."""
+MAX_LOG_BYTES: Final = 1024 * 1024
+"""The log is moved to ``hook.log.1`` past this size (one old log is kept)."""
+MAX_ARGUMENT_TEXT: Final = 4096
+"""Argument strings longer than this are kept as their length and hash."""
+MIN_EVENTS: Final = 16
+DETECTOR_WINDOW: Final = 48
+"""The detector's default ``window`` (``loopfuse.detector.DEFAULT_WINDOW``), here so that an
+after-hook bounds the state without importing the detector."""
+MAX_ANSWER_TEXT: Final = 64 * 1024
+"""An answer longer than this is kept as its head and tail (half each) and its length."""
+
+_DETECTOR_OPTIONS: Final = tuple(o for o in OPTIONS if o.group == "detector")
+_DETECTOR_NAMES: Final = frozenset(o.name for o in _DETECTOR_OPTIONS)
+_HOOK_KEYS: Final = ("mode", "end_session", "state_dir", "lock_timeout")
+_SWITCHES: Final = frozenset(
+    {"end_session", *(o.name for o in _DETECTOR_OPTIONS if o.kind == "bool")}
+)
+_VALUED: Final = frozenset(
+    {"agent", "mode", "config", "state_dir", "lock_timeout"} | (_DETECTOR_NAMES - _SWITCHES)
+)
+_IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so the call was refused."
+_ENDED: Final = "It went on after loopfuse refused it, so loopfuse ended the session."
+
+
+class HookSettings(NamedTuple):
+    """What ``loopfuse hook`` was told, from its flags and its settings file."""
+
+    agent: str | None = None
+    mode: str = "warn"
+    end_session: bool = False
+    state_dir: str | None = None
+    lock_timeout: float = LOCK_TIMEOUT
+    detector: Mapping[str, object] = {}  # never changed: a new dict is built
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``loopfuse hook`` parser, for ``--help`` only: the hook reads its flags with
+    :func:`read_flags`, which does not cost argparse's start."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="loopfuse hook",
+        description="Guard a coding-agent CLI's tool calls: read one hook event (JSON) on "
+        "stdin, answer in the CLI's format. Installed by `loopfuse init` (docs/agents.md).",
+    )
+    parser.add_argument("--agent", choices=AGENTS, help="the CLI (default: told by the payload)")
+    parser.add_argument("--mode", choices=MODES, help="what a loop gets (default: warn)")
+    parser.add_argument(
+        "--end-session",
+        action=argparse.BooleanOptionalAction,
+        help="end the session when a loop goes on after its refusal (not Codex)",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="TOML settings, as loopfuse scan's (or $LOOPFUSE_CONFIG)"
+    )
+    parser.add_argument(
+        "--state-dir", metavar="DIR", help="sessions and log (or $LOOPFUSE_STATE_DIR)"
+    )
+    parser.add_argument(
+        "--lock-timeout", metavar="SECONDS", help=f"wait for a session's lock ({LOCK_TIMEOUT:g})"
+    )
+    group = parser.add_argument_group("detector (as in loopfuse scan)")
+    for option in _DETECTOR_OPTIONS:
+        if option.kind == "bool":
+            group.add_argument(option.flag, action=argparse.BooleanOptionalAction)
+        else:
+            group.add_argument(option.flag, metavar="VALUE", help=option.help)
+    return parser
+
+
+def read_flags(argv: Sequence[str]) -> dict[str, str | bool]:
+    """The flags in ``argv``, by name (``--max-strikes 2``, ``--max-strikes=2``,
+    ``--end-session``, ``--no-end-session``); :class:`ConfigError` for anything else.
+
+    >>> read_flags(["--mode=refuse", "--max-strikes", "2", "--no-error-aware"])
+    {'mode': 'refuse', 'max_strikes': '2', 'error_aware': False}
+    """
+    flags: dict[str, str | bool] = {}
+    given = list(argv)
+    while given:
+        word = given.pop(0)
+        flag, equals, value = word.partition("=")
+        name = flag.removeprefix("--").replace("-", "_")
+        if flag.startswith("--") and not equals and name in _SWITCHES:
+            flags[name] = True
+        elif flag.startswith("--no-") and not equals and name[3:] in _SWITCHES:
+            flags[name[3:]] = False
+        elif flag.startswith("--") and name in _VALUED:
+            if not equals:
+                if not given:
+                    raise ConfigError(f"loopfuse hook: {flag} needs a value")
+                value = given.pop(0)
+            flags[name] = value
+        else:
+            raise ConfigError(f"loopfuse hook: unknown argument {word!r}")
+    return flags
+
+
+def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> HookSettings:
+    """The settings: defaults, then the TOML file (``--config`` or ``$LOOPFUSE_CONFIG``:
+    the detector keys ``loopfuse scan`` reads and a ``[hook]`` table), then the flags."""
+    values: dict[str, object] = {}
+    hook: dict[str, object] = {}
+    config = flags.get("config") or env.get("LOOPFUSE_CONFIG")
+    if isinstance(config, str) and config:
+        from pathlib import Path  # only with a settings file: pathlib costs a hook's start
+
+        table = load_toml(Path(config))
+        for key, raw in table.items():
+            name = key.replace("-", "_")
+            if name == "hook" and isinstance(raw, dict):
+                hook = {str(k).replace("-", "_"): v for k, v in raw.items()}
+            elif name in _DETECTOR_NAMES:
+                values[name] = _parsed(name, raw, config)
+        unknown = sorted(set(hook) - set(_HOOK_KEYS))
+        if unknown:
+            raise ConfigError(f"{config}: unknown key hook.{unknown[0]}")
+    for name, flag in flags.items():
+        if name in _DETECTOR_NAMES:
+            values[name] = _parsed(name, flag, "flags")
+        elif name in _HOOK_KEYS:
+            hook[name] = flag
+    agent = flags.get("agent")
+    if agent is not None and agent not in AGENTS:
+        raise ConfigError(f"--agent must be one of {', '.join(AGENTS)}, got {agent!r}")
+    mode = hook.get("mode", "warn")
+    if mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    end = hook.get("end_session", False)
+    if not isinstance(end, bool):
+        raise ConfigError(f"end_session must be true or false, got {end!r}")
+    state_dir = hook.get("state_dir")
+    if state_dir is not None and not isinstance(state_dir, str):
+        raise ConfigError(f"state_dir must be a folder name, got {state_dir!r}")
+    timeout = _seconds(hook.get("lock_timeout", LOCK_TIMEOUT))
+    return HookSettings(
+        agent if isinstance(agent, str) else None, str(mode), end, state_dir, timeout, values
+    )
+
+
+def _parsed(name: str, raw: object, source: str) -> object:
+    option = next(o for o in _DETECTOR_OPTIONS if o.name == name)
+    try:
+        return parse_value(option, raw)
+    except ConfigError as exc:
+        where = option.flag if source == "flags" else f"{source}: {name}"
+        raise ConfigError(f"{where} {exc}") from None
+
+
+def _seconds(raw: object) -> float:
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = -1.0
+    if not 0 <= value <= 60:
+        raise ConfigError(f"lock_timeout must be 0 to 60 seconds, got {raw!r}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one hook: the event on stdin, the answer on stdout; returns the exit status."""
+    if argv is not None and any(a in ("-h", "--help") for a in argv):
+        build_parser().print_help()
+        return 0
+    try:
+        raw = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        raw = b""
+    output, status = handle(raw, sys.argv[2:] if argv is None else argv, os.environ, time.time)
+    if output:
+        try:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+    return status
+
+
+def handle(
+    raw: bytes,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    clock: Callable[[], float],
+) -> tuple[str, int]:
+    """The hook's stdout and exit status for the event ``raw``; never raises.
+
+    ``clock`` is the wall clock (seconds), for warn mode's memory and the cleanup.
+    """
+    root = state_root(None, env)  # where a problem is logged, until the settings say
+    event: HookEvent | None = None
+    try:
+        flags = read_flags(argv)
+        given = flags.get("state_dir")
+        if isinstance(given, str):
+            root = state_root(given, env)
+        settings = settings_of(flags, env)
+        if settings.state_dir:
+            root = state_root(settings.state_dir, env)
+        if env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no"):
+            return "", 0
+        try:
+            payload = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise HookPayloadError("the hook input is not JSON") from None
+        event = parse_event(payload, settings.agent)
+        path = session_path(root, event.agent, event.session)
+        now = clock()
+        if event.phase == "before":
+            # Import the detector before taking the lock: the hooks of parallel calls
+            # wait for the lock only while one of them decides, not while it imports.
+            import loopfuse.detector  # noqa: F401
+        with locked(path, settings.lock_timeout):
+            state = load(path)
+            action, reason, logged = _decide(event, state, settings, now)
+            save(path, state, now)
+        if logged:
+            _log(root, now, event, logged)
+        output = render(event, action, reason)
+        try:
+            cleanup(root, now)
+        except OSError as exc:
+            _log(root, now, event, f"cleanup failed: {exc}")
+        return output
+    except (ConfigError, HookPayloadError, LockTimeout) as exc:
+        _log_failure(root, clock, event, f"{type(exc).__name__}: {exc}; the call is allowed")
+    except Exception as exc:  # never break the agent: the call goes on unguarded
+        problem = f"internal error {type(exc).__name__}: {exc}; the call is allowed"
+        _log_failure(root, clock, event, problem)
+    return "", 0
+
+
+def _decide(
+    event: HookEvent, state: SessionState, settings: HookSettings, now: float
+) -> tuple[Action, str, str]:
+    """Decide on ``event``, updating ``state``: the action, the reason for the model,
+    and a line for the log (empty: nothing worth logging)."""
+    _forget(state, now)
+    if event.phase == "turn":  # the user spoke: a new run, as LoopDetector.break_run
+        state.events.clear()
+        state.noted.clear()
+        state.refused.clear()
+        return "allow", "", ""
+    if event.phase == "after":
+        return _after(event, state, settings)
+    return _before(event, state, settings, now)
+
+
+def _after(
+    event: HookEvent, state: SessionState, settings: HookSettings
+) -> tuple[Action, str, str]:
+    """Keep the answer of a call, and give the model the note its loop got, if any.
+
+    The answer is kept as it came (bounded, see :func:`_kept_answer`) and digested by
+    the next before-hook, which imports the detector anyway: an after-hook does not."""
+    arguments = _bounded(event.tool_input)
+    paired = _paired(state, event, arguments)
+    note: object = None
+    if paired is not None and paired[4] is False:
+        return "allow", "", ""  # the answer of a refused call: nothing ran
+    if paired is None:  # its before-hook was not ours (installed mid-call): count it now
+        call_id = _new_call(state, event, arguments, None)
+    else:
+        call_id, note = str(paired[1]), paired[4]
+    answer = {"answer": _kept_answer(event.answer), "error": event.error}
+    state.events.append(["answer", call_id, answer])
+    window = settings.detector.get("detector_window", DETECTOR_WINDOW)
+    _trim(state, window if isinstance(window, int) else DETECTOR_WINDOW)
+    if isinstance(note, str):
+        return "note", note, ""
+    return "allow", "", ""
+
+
+def _before(
+    event: HookEvent, state: SessionState, settings: HookSettings, now: float
+) -> tuple[Action, str, str]:
+    """Check the call about to run with the session's detector, and act on a loop."""
+    from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
+
+    detector = LoopDetector(**detector_arguments(settings.detector))  # type: ignore[arg-type]
+    _digest_answers(state)
+    _replay(detector, state)
+    arguments = _bounded(event.tool_input)
+    call = ToolCall(event.tool_name, arguments)
+    try:
+        detector.check([call])
+    except LoopDetected as loop:
+        found = loop
+    else:
+        _new_call(state, event, arguments, None)
+        _trim(state, detector.settings.window)
+        return "allow", "", ""
+    key = f"{found.kind}:{found.signature}"
+    message = f"[loopfuse] {found.message}"
+    action: Action
+    if settings.mode == "note" or (settings.mode == "warn" and key not in state.noted):
+        state.noted[key] = now
+        _new_call(state, event, arguments, message)
+        _trim(state, detector.settings.window)
+        return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
+    if settings.mode == "warn":
+        message = f"{message} {_IGNORED_NOTE}"
+    action = "deny"
+    if settings.end_session and key in state.refused:
+        action = "end"
+        message = f"{message} {_ENDED}"
+    state.refused[key] = now
+    _new_call(state, event, arguments, False)  # refused: no answer will come
+    _trim(state, detector.settings.window)
+    logged = f"call refused ({found.kind}, {found.count}x): {event.tool_name}"
+    if action == "end":
+        logged = f"session ended ({found.kind}, {found.count}x): {event.tool_name}"
+        if event.agent == "codex":
+            action = "deny"
+            logged = f"{logged.replace('session ended', 'call refused')}; Codex cannot be ended"
+    return action, message, logged
+
+
+def _digest_answers(state: SessionState) -> None:
+    """Replace each answer an after-hook kept by its digest (its call's tool and
+    arguments are part of it); an answer whose call is gone is dropped."""
+    from loopfuse.detector import ToolCall, results_digest
+
+    calls = {e[1]: e for e in state.events if e[0] == "call" and len(e) == 6}
+    for event in state.events:
+        if event[0] != "answer" or len(event) != 3 or not isinstance(event[2], dict):
+            continue
+        call = calls.get(event[1])
+        kept = event[2]
+        error = kept.get("error")
+        try:
+            if call is None or not (error is None or isinstance(error, bool)):
+                raise ValueError("no call, or not an answer")
+            tool = ToolCall(call[2], call[3])  # type: ignore[arg-type]
+            event[2] = results_digest([tool], [kept.get("answer")], error=error)
+        except Exception:  # a damaged event: the replay drops what it cannot read
+            event[2] = None
+            event[0] = "damaged"
+
+
+def _replay(detector: object, state: SessionState) -> dict[str, object]:
+    """Replay the session's events into ``detector``; the records of the calls that
+    wait for their answers, by id. An event that cannot be replayed is dropped."""
+    from loopfuse.detector import BatchRecord, LoopDetected, LoopDetector, ToolCall
+
+    assert isinstance(detector, LoopDetector)
+    records: dict[str, object] = {}
+    kept: list[list[object]] = []
+    for event in state.events:
+        try:
+            kind = event[0]
+            if kind == "call":
+                _, call_id, name, arguments, _note, _cli_id = event
+                try:
+                    record: BatchRecord | None = detector.check([ToolCall(name, arguments)])  # type: ignore[arg-type]
+                except LoopDetected as loop:
+                    record = loop.record
+                records[str(call_id)] = record
+            elif kind == "answer":
+                _, call_id, digest = event
+                waiting = records.pop(str(call_id), None)
+                if isinstance(waiting, BatchRecord):
+                    detector.record_results(waiting, digest)  # type: ignore[arg-type]
+            else:
+                continue
+        except Exception:  # a damaged event: forget it, keep the rest
+            continue
+        kept.append(event)
+    state.events[:] = kept
+    return records
+
+
+def _paired(state: SessionState, event: HookEvent, arguments: object) -> list[object] | None:
+    """The call event ``event`` answers: the oldest call without an answer that has the
+    CLI's call id, or (Gemini CLI gives none) the same tool and arguments. A refused call
+    (no answer expected) is returned only when nothing else matches, so that an answer a
+    CLI sends for a refused call is not counted as a new call."""
+    answered = {e[1] for e in state.events if e[0] == "answer"}
+    refused: list[object] | None = None
+    for entry in state.events:
+        if entry[0] != "call" or entry[1] in answered:
+            continue
+        if event.call_id is not None:
+            same = entry[5] == event.call_id
+        else:
+            same = entry[2] == event.tool_name and entry[3] == arguments
+        if same and entry[4] is False:
+            refused = entry
+        elif same:
+            return entry
+    return refused
+
+
+def _new_call(
+    state: SessionState, event: HookEvent, arguments: object, note: str | bool | None
+) -> str:
+    """Add a checked call to the session; ``note`` is the loop message for after it,
+    ``False`` for a refused call (no answer will come), else ``None``."""
+    call_id = f"#{state.next_id}"
+    state.next_id += 1
+    state.events.append(["call", call_id, event.tool_name, arguments, note, event.call_id])
+    return call_id
+
+
+def _trim(state: SessionState, window: int) -> None:
+    """Keep the events a fresh detector needs to reach the same state: its window of
+    calls, each with its answer (the hook checks one call per batch)."""
+    limit = max(MIN_EVENTS, 2 * window)
+    if len(state.events) > limit:
+        del state.events[: len(state.events) - limit]
+
+
+def _forget(state: SessionState, now: float) -> None:
+    for memory in (state.noted, state.refused):
+        for key in [k for k, t in memory.items() if not 0 <= now - t < WARN_WINDOW]:
+            del memory[key]
+
+
+def _bounded(value: object) -> object:
+    """``value`` with every string longer than :data:`MAX_ARGUMENT_TEXT` replaced by its
+    length and hash: the state stays small, and the same text stays the same."""
+    if isinstance(value, str):
+        if len(value) <= MAX_ARGUMENT_TEXT:
+            return value
+        data = value.encode("utf-8", "surrogatepass")
+        digest = blake3(data).hexdigest(length=16)
+        return f"<{len(value)} characters, blake3 {digest}>"
+    if isinstance(value, dict):
+        return {str(k): _bounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bounded(v) for v in value]
+    return value
+
+
+def _kept_answer(answer: object) -> object:
+    """``answer`` as the state keeps it: text up to :data:`MAX_ANSWER_TEXT` as it is
+    (the detector's normalisation needs it), longer text as its head, its length and
+    its tail; a JSON value with its long strings hashed (:func:`_bounded`)."""
+    if not isinstance(answer, str):
+        return _bounded(answer)
+    if len(answer) <= MAX_ANSWER_TEXT:
+        return answer
+    half = MAX_ANSWER_TEXT // 2
+    return f"{answer[:half]}\n[... {len(answer)} characters in all ...]\n{answer[-half:]}"
+
+
+def _log(root: str, now: float, event: HookEvent | None, text: str) -> None:
+    """One line in ``root/hook.log`` (moved to ``hook.log.1`` past its size); a log
+    that cannot be written is skipped."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    who = f"{event.agent} {event.session} {event.event_name}" if event else "-"
+    line = f"{stamp} {who}: {text}".replace("\r", " ").replace("\n", " ")[:2000] + "\n"
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        log = os.path.join(root, "hook.log")
+        try:
+            if os.stat(log).st_size > MAX_LOG_BYTES:
+                os.replace(log, log + ".1")
+        except FileNotFoundError:
+            pass
+        with open(log, "a", encoding="utf-8", errors="replace") as file:
+            file.write(line)
+    except OSError:
+        pass
+
+
+def _log_failure(root: str, clock: Callable[[], float], event: HookEvent | None, text: str) -> None:
+    with contextlib.suppress(Exception):  # the log is best effort: the agent goes on
+        _log(root, clock(), event, text)

@@ -13,7 +13,10 @@ A file is one of:
   "body": {...}}`` (every key but ``body`` optional; ``body`` may also be the request's
   JSON text; ``response`` may stand for ``usage``: only its usage is read): a
   :class:`Log`, read line by line. A file ending in ``.jsonl`` or ``.ndjson`` is always
-  read as a log, any other file when it holds more than one JSON value.
+  read as a log, any other file when it holds more than one JSON value;
+- a **coding-agent CLI's transcript** (Claude Code, Codex, Gemini CLI), told from a log
+  by its first line: an :class:`~loopfuse.cli.agent_sessions.AgentSession`, whose runs
+  :mod:`loopfuse.cli.agent_sessions` reads.
 
 Which dialect a body is in, and where its turns are, is :mod:`loopfuse.intent`'s
 business: this module knows file formats only.
@@ -45,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from loopfuse.cli.agent_sessions import AgentSession, agent_of, agent_of_document
 from loopfuse.cli.loglines import (
     CONVERSATION_KEYS,
     BadLine,
@@ -146,7 +150,12 @@ class Log:
     meta: dict[str, str] = field(default_factory=dict)
 
 
-Source = Transcript | Log
+Source = Transcript | Log | AgentSession
+"""What a file is; an :class:`~loopfuse.cli.agent_sessions.AgentSession` is a coding-agent
+CLI's own transcript (Claude Code, Codex, Gemini CLI), recognised by its first line."""
+
+_HEAD_BYTES: Final = 64 * 1024
+"""Bytes read to recognise a CLI's transcript by its first line."""
 
 
 def collect(args: Sequence[str]) -> Iterator[Path | str | InputError]:
@@ -191,7 +200,11 @@ def read_path(path: Path) -> Source:
             )
         if path.suffix.lower() in LOG_SUFFIXES:
             with path.open("rb") as handle:
-                _check_start(name, handle.read(8192), size)
+                head = handle.read(_HEAD_BYTES)
+            _check_start(name, head[:8192], size)
+            agent = agent_of(head, whole=size <= len(head))
+            if agent is not None:
+                return AgentSession(name, agent, size, lambda: path.open("rb"))
             return Log(name, size, lambda: read_lines(path.open("rb")))
         data = path.read_bytes()
     except FileNotFoundError:
@@ -206,6 +219,9 @@ def read_path(path: Path) -> Source:
 def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:
     """Recognise ``data`` read from ``name``; ``log`` forces JSON Lines."""
     _check_start(name, data[:8192], len(data))
+    agent = agent_of(data[:_HEAD_BYTES], whole=len(data) <= _HEAD_BYTES)
+    if agent is not None:
+        return AgentSession(name, agent, len(data), lambda: io.BytesIO(data))
     if log:
         return _log_of(name, data)
     text = _decode(name, data)
@@ -219,6 +235,8 @@ def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:
         raise InputError(name, "JSON nested too deeply") from None
     except ValueError as exc:  # e.g. an integer over the int/str digit limit
         raise InputError(name, f"not valid JSON: {exc}") from None
+    if agent_of_document(value) is not None:  # an older Gemini CLI's whole-file session
+        return AgentSession(name, "gemini", len(data), lambda: io.BytesIO(data), whole=True)
     if isinstance(value, dict) and is_wrapper(value):
         try:
             entry = entry_of(1, value, len(data))

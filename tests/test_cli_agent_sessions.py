@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agent_transcripts import (
     Turn,
@@ -20,8 +22,12 @@ from agent_transcripts import (
     looping,
     write_lines,
 )
+from hostile import json_values
 from loopfuse.cli.agent_sessions import AgentSession, agent_of, read_runs, sessions_folder
+from loopfuse.cli.config import Settings
+from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.main import main
+from loopfuse.cli.readers import InputError, read_bytes
 
 CLAUDE_ID = "55c05628-467e-4fc2-bb1d-069f10823cee"
 CODEX_ID = "01a233b5-13a8-70e1-825d-ce525db4dc71"
@@ -451,3 +457,52 @@ def test_a_transcript_on_standard_input(
     code, report, _ = scan(capsys, "-")
     assert code == 1
     assert report["files"][0]["meta"]["session"] == CODEX_ID
+
+
+def _paths(value: object, prefix: tuple[Any, ...] = (), depth: int = 4) -> list[tuple[Any, ...]]:
+    """Where a value sits in a record: every key and index, a few levels deep."""
+    found = [prefix]
+    if depth and isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key), depth - 1)
+    elif depth and isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index), depth - 1)
+    return found
+
+
+def _replaced(record: Any, path: tuple[Any, ...], value: object) -> Any:
+    if not path:
+        return value
+    copy = json.loads(json.dumps(record))
+    inner = copy
+    for step in path[:-1]:
+        inner = inner[step]
+    inner[path[-1]] = value
+    return copy
+
+
+FIXTURES = {
+    "claude-code": [*claude_extras(CLAUDE_ID), *claude_session(CLAUDE_ID, looping()[:3])],
+    "codex": codex_session(CODEX_ID, looping()[:3]),
+    "gemini": gemini_session(GEMINI_ID, looping()[:3]),
+}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), agent=st.sampled_from(sorted(FIXTURES)))
+def test_any_value_anywhere_in_a_transcript_is_read_or_refused_never_a_crash(
+    data: st.DataObject, agent: str
+) -> None:
+    lines: list[Any] = list(FIXTURES[agent])
+    for _ in range(data.draw(st.integers(1, 4))):
+        index = data.draw(st.integers(0, len(lines) - 1))
+        path = data.draw(st.sampled_from(_paths(lines[index])))
+        lines[index] = _replaced(lines[index], path, data.draw(json_values))
+    raw = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    error: InputError | None = None
+    try:
+        scan_file(read_bytes(f"{agent}.jsonl", raw, log=True), Settings())
+    except InputError as exc:
+        error = exc
+    assert error is None or str(error).startswith(f"{agent}.jsonl: ")

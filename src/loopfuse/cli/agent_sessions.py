@@ -105,6 +105,8 @@ _STARTS: Final = (
                 rb'\s*"type"\s*:\s*"(?:user|gemini)"'), "gemini"),
 )  # fmt: skip
 
+_SESSION_ID: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
+
 # Volatile lines of a tool's answer: a new value on every call, whatever the command did.
 _GEMINI_PGID: Final = re.compile(r"^Process Group PGID: \d+\n?", re.MULTILINE)
 _CODEX_HEADER: Final = re.compile(r"\A(?:Chunk ID: \S+\n)?(?:Wall time: [^\n]*\n)?")
@@ -219,6 +221,8 @@ def _agent_of_line(value: dict[str, Any]) -> str | None:
     if "body" in value or any(key in value for key in CONVERSATION_KEYS):
         return None  # a request body or a proxy-log entry
     kind = value.get("type")
+    if not isinstance(kind, str):
+        kind = None
     if "payload" in value and kind in _CODEX_TYPES:
         return "codex"
     if "$set" in value or "$rewindTo" in value:
@@ -363,6 +367,8 @@ class _ClaudeRun:
         earlier = self.sessions[0] if self.sessions else None
         if folder is None or current is None or earlier is None or earlier == current:
             return 0, None
+        if not _SESSION_ID.fullmatch(earlier):
+            return 0, None  # not a name Claude Code gives a file
         if not (folder / f"{earlier}.jsonl").is_file():
             return 0, None  # the copy is all that is left of it: counted here
         count = 0
@@ -435,7 +441,7 @@ def _codex_runs(name: str, lines: _Lines) -> list[AgentRun]:
     for number, record in lines:
         kind = record.get("type")
         payload = record.get("payload")
-        if kind not in _CODEX_TYPES:
+        if not isinstance(kind, str) or kind not in _CODEX_TYPES:
             continue
         if not isinstance(payload, dict):
             lines.problem(number, f"a {kind} line without a payload object")
@@ -663,9 +669,9 @@ def _gemini_parts(content: object) -> list[dict[str, Any]]:
     return []
 
 
-def _response_id(part: dict[str, Any]) -> object:
+def _response_id(part: dict[str, Any]) -> str | None:
     response = part.get("functionResponse")
-    return response.get("id") if isinstance(response, dict) else None
+    return _text(response.get("id")) if isinstance(response, dict) else None
 
 
 def _gemini_result(part: dict[str, Any]) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from functools import partial
 from typing import Any, Final
 
 from loopfuse import RequestKey, intent
-from loopfuse.cli.agent_sessions import AgentRun, AgentSession
+from loopfuse.cli.agent_sessions import AgentRun, AgentSession, read_runs
 from loopfuse.cli.config import Settings, guard_of
 from loopfuse.cli.findings import (
     Act,
@@ -66,7 +66,7 @@ from loopfuse.detector import LoopDetector, Replay, Verdict
 from loopfuse.integrations import Guard, GuardDecision
 from loopfuse.integrations._prepared import Prepared
 
-__all__ = ["FakeClock", "scan_source"]
+__all__ = ["FakeClock", "scan_file", "scan_source"]
 
 _GUARD_OF_CODE: Final = {"repeated_request": "breaker", "guard_failed": "guard"}
 _LINE_PROBLEMS_SHOWN: Final = 5
@@ -198,12 +198,31 @@ class _Run:
         return result
 
 
+def scan_file(
+    source: Source, settings: Settings, progress: Progress | None = None
+) -> tuple[list[FileResult], list[str]]:
+    """What the guard would have done to each run of a file: one, or for a CLI's
+    transcript each run it holds (the session, its subagents); and the problems met."""
+    if not isinstance(source, AgentSession):
+        result, problems = scan_source(source, settings, progress)
+        return [result], problems
+    try:
+        runs, problems = read_runs(source)
+    except OSError as exc:
+        raise InputError(source.name, f"cannot read: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # an older Gemini CLI's JSON document
+        raise InputError(source.name, f"not valid JSON: {exc}") from None
+    if not runs and problems:
+        raise InputError(source.name, problems[0])
+    return [scan_source(run, settings, progress)[0] for run in runs], problems
+
+
 def scan_source(
     source: Source | AgentRun, settings: Settings, progress: Progress | None = None
 ) -> tuple[FileResult, list[str]]:
     """What the guard would have done to ``source``'s requests, and the problems met on
     the way (bad lines of a log, one line each, ``"line N: ..."``). A CLI's transcript
-    is scanned run by run (:func:`loopfuse.cli.agent_sessions.read_runs`)."""
+    is scanned run by run: :func:`scan_file`."""
     if isinstance(source, AgentSession):
         raise TypeError("a CLI's transcript is scanned run by run: read_runs() first")
     run = _Run(source, settings)

@@ -21,13 +21,13 @@ import io
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
 
 import loopfuse
 from loopfuse.cli import demo
-from loopfuse.cli.agent_sessions import AGENTS, AgentSession, read_runs, sessions_folder
+from loopfuse.cli.agent_sessions import AGENTS, sessions_folder
 from loopfuse.cli.config import (
     OPTIONS,
     Settings,
@@ -35,7 +35,7 @@ from loopfuse.cli.config import (
     check,
     load_toml,
 )
-from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.html import render_html
 from loopfuse.cli.markdown import render_markdown
 from loopfuse.cli.progress import Progress
@@ -220,11 +220,7 @@ def run_scan(
                 source = read_path(target)
             else:
                 source = read_bytes(name, sys.stdin.buffer.read())
-            if isinstance(source, AgentSession):
-                scanned, found = _scan_session(source, settings, progress.within)
-            else:
-                result, found = scan_source(source, settings, progress.within)
-                scanned = [result]
+            scanned, found = scan_file(source, settings, progress.within)
         except InputError as exc:
             errors.append(exc)
             complain(str(exc))
@@ -253,22 +249,6 @@ def run_scan(
     if summary.found:
         return 1
     return 2 if errors or problems else 0
-
-
-def _scan_session(
-    session: AgentSession, settings: Settings, progress: Callable[[float], None]
-) -> tuple[list[FileResult], list[str]]:
-    """Each run of a CLI's transcript (the session, its subagents), and the lines of
-    the file that were skipped."""
-    try:
-        runs, problems = read_runs(session)
-    except OSError as exc:
-        raise InputError(session.name, f"cannot read: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:  # an older Gemini CLI's JSON document
-        raise InputError(session.name, f"not valid JSON: {exc}") from None
-    if not runs and problems:
-        raise InputError(session.name, problems[0])
-    return [scan_source(run, settings, progress)[0] for run in runs], problems
 
 
 def _emit(stream: TextIO, text: str) -> None:

@@ -28,6 +28,7 @@ from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.main import main
 from loopfuse.cli.readers import InputError, read_bytes
+from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
 CLAUDE_ID = "55c05628-467e-4fc2-bb1d-069f10823cee"
 CODEX_ID = "01a233b5-13a8-70e1-825d-ce525db4dc71"
@@ -506,3 +507,59 @@ def test_any_value_anywhere_in_a_transcript_is_read_or_refused_never_a_crash(
     except InputError as exc:
         error = exc
     assert error is None or str(error).startswith(f"{agent}.jsonl: ")
+
+
+def hook_refuses_at(agent: str, turns: list[Turn]) -> int | None:
+    """The turn whose call a ``LoopDetector`` first refuses when told each call as the
+    hook is (``ToolCall(tool_name, json of tool_input)``) and each answer as the text
+    the model saw (less what changes on every call)."""
+    detector = LoopDetector()
+    for number, turn in enumerate(turns, start=1):
+        if agent == "claude-code":
+            call = ToolCall("Bash", json.dumps({"command": turn.command, "description": "Run it"}))
+            answer = f"Exit code 1\n{turn.answer}" if turn.failed else turn.answer
+        elif agent == "codex":
+            call = ToolCall("exec_command", json.dumps({"cmd": turn.command}))
+            code = 1 if turn.failed else 0
+            answer = (
+                f"Process exited with code {code}\nOriginal token count: 11\nOutput:\n"
+                f"{turn.answer}\n"
+            )
+        else:
+            args = {"command": turn.command, "description": "Run it"}
+            call = ToolCall("run_shell_command", json.dumps(args))
+            answer = (
+                f"<untrusted_context>\nOutput: {turn.answer}\nExit Code: "
+                f"{1 if turn.failed else 0}\n</untrusted_context>"
+            )
+        try:
+            record = detector.check([call])
+        except LoopDetected:
+            return number
+        error = turn.failed if agent == "claude-code" else None
+        detector.record_results(record, answers=[answer], error=error)
+    return None
+
+
+@pytest.mark.parametrize("agent", sorted(WRITERS))
+@pytest.mark.parametrize(
+    "turns",
+    [
+        looping(),
+        [Turn("npm install", "up to date, audited 1 package", failed=False)] * 10,
+        [Turn(f"make target{i % 2}", "make: *** No rule to make target") for i in range(10)],
+    ],
+    ids=["same-error", "same-success", "cycle"],
+)
+def test_calls_are_judged_as_the_hook_judges_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str, turns: list[Turn]
+) -> None:
+    # The scan refuses requests (a proxy's view: the request after the last call it
+    # saw); the hook refuses a call once the model asked for it. So the hook acts on
+    # the call of the turn the scan flags, or of the turn before it: never later.
+    _, report, _ = scan(capsys, str(WRITERS[agent](tmp_path, turns)))
+    findings = report["files"][0]["findings"]
+    hook = hook_refuses_at(agent, turns)
+    assert findings
+    assert hook is not None
+    assert hook <= findings[0]["first"] <= hook + 1

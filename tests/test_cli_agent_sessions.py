@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -340,6 +341,15 @@ def test_agent_finds_every_cli_s_sessions_where_it_keeps_them(
     code, report, _ = scan(capsys, "--agent", "codex")
     assert code == 0
     assert [run["meta"]["session"] for run in report["files"]] == [CODEX_ID]
+    # "all": the CLIs that kept any session; one that was never run is not an error.
+    for folder in (home / ".codex", home / ".gemini"):
+        shutil.rmtree(folder)
+    code, report, err = scan(capsys, "--agent", "all")
+    assert (code, err) == (1, "")
+    assert [run["meta"]["agent"] for run in report["files"]] == ["claude-code"]
+    shutil.rmtree(home / ".claude")
+    assert main(["scan", "--agent", "all"]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 3  # where each CLI was looked for
 
 
 def test_agent_folders_follow_the_variables_that_move_them(
@@ -391,7 +401,7 @@ def test_a_missing_folder_is_a_clear_message(
     ("args", "problem"),
     [
         ([], "the following arguments are required: PATH (or --agent NAME)"),
-        (["--agent", "cursor"], "--agent: unknown CLI cursor; one of claude-code, codex, gemini"),
+        (["--agent", "cursor"], "unknown CLI cursor; one of claude-code, codex, gemini, all"),
         (["--agent", "codex", "runs/"], "--agent finds the CLI's transcripts itself"),
     ],
 )

@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent",
         metavar="NAME",
         help="scan every session the CLI kept, where it keeps them, instead of PATHs: "
-        f"{', '.join(AGENTS)} (several: comma-separated)",
+        f"{', '.join(AGENTS)} (several: comma-separated), or all (those that kept any)",
     )
     scan.add_argument("--config", metavar="FILE", help="TOML file with the same keys as the flags")
     groups = {name: scan.add_argument_group(title) for name, title in _GROUPS.items()}
@@ -165,17 +165,19 @@ def _agents(raw: str | None, paths: bool) -> tuple[str, ...] | str:
     if paths:
         return "--agent finds the CLI's transcripts itself: give it no PATH"
     names = tuple(dict.fromkeys(name.strip() for name in raw.split(",") if name.strip()))
-    unknown = [name for name in names if name not in AGENTS]
+    unknown = [name for name in names if name not in (*AGENTS, "all")]
     if unknown or not names:
-        return f"--agent: unknown CLI {', '.join(unknown) or repr(raw)}; one of {', '.join(AGENTS)}"
-    return names
+        known = ", ".join((*AGENTS, "all"))
+        return f"--agent: unknown CLI {', '.join(unknown) or repr(raw)}; one of {known}"
+    return ("all",) if "all" in names else names
 
 
 def _agent_targets(agents: Sequence[str]) -> list[Path | InputError]:
-    """Every transcript the CLIs kept, in their own folders (an error for a CLI whose
-    folder is missing or empty)."""
+    """Every transcript the CLIs kept, in their own folders: an error for a CLI whose
+    folder is missing or empty (with ``all``: only when no CLI has any)."""
+    every = tuple(agents) == ("all",)
     targets: list[Path | InputError] = []
-    for agent in agents:
+    for agent in AGENTS if every else agents:
         folder = sessions_folder(agent)
         where = str(folder.roots[0])
         if not any(root.is_dir() for root in folder.roots):
@@ -184,6 +186,8 @@ def _agent_targets(agents: Sequence[str]) -> list[Path | InputError]:
             continue
         found = list(folder.files())
         targets.extend(found or [InputError(where, f"holds no {agent} transcripts")])
+    if every and any(not isinstance(target, InputError) for target in targets):
+        return [target for target in targets if not isinstance(target, InputError)]
     return targets
 
 

@@ -434,6 +434,15 @@ def test_malformed_lines_are_reported_and_skipped(
         f"loopfuse scan: error: {path}: line 8: expected a JSON object, got an array",
     ]
     assert report["files"][0]["bad_lines"] == 3
+    # A damaged first line does not hide what the file is.
+    path.write_text("{cut short\n" + text, encoding="utf-8")
+    code, report, err = scan(capsys, str(path))
+    assert code == 1
+    assert report["files"][0]["kind"] == "session"
+    assert err.splitlines() == [
+        f"loopfuse scan: error: {path}: line 1: not valid JSON: Expecting property name "
+        "enclosed in double quotes"
+    ]
     # A file of nothing but bad lines is an unreadable file.
     path.write_text(json.dumps(lines[0])[:-1] + "\n" + "[]\n", encoding="utf-8")
     assert main(["scan", str(path)]) == 2
@@ -455,6 +464,9 @@ def test_the_three_formats_and_a_proxy_log_are_told_apart(
     assert agent_of(head([body])) is None
     assert agent_of(head([{"session": "s", "body": body}])) is None
     assert agent_of(b"not json\n") is None
+    assert agent_of(b"not json\n" + head(claude_session(CLAUDE_ID, healthy()))) == "claude-code"
+    assert agent_of(b'{"sessionId": "s", "type": "user"}', whole=True) == "claude-code"
+    assert agent_of(b'{"sessionId": "s", "type": "user"}') is None  # a line cut short
     log = write_lines(tmp_path / "proxy.jsonl", [{"session": "s", "body": body}] * 3)
     _, report, _ = scan(capsys, str(log))
     assert report["files"][0]["kind"] == "log"

@@ -80,6 +80,7 @@ AGENTS: Final = ("claude-code", "codex", "gemini")
 """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them."""
 
 _PROBLEMS_SHOWN: Final = 5
+_LINES_SNIFFED: Final = 3
 
 _CODEX_TYPES: Final = frozenset(
     {
@@ -202,19 +203,21 @@ def _is_transcript(agent: str, name: str, in_chats: bool) -> bool:
 
 def agent_of(head: bytes, whole: bool = False) -> str | None:
     """Which CLI wrote the JSON Lines text that starts with ``head`` (the whole text
-    when ``whole``), from its first line (``None``: not a CLI's transcript)."""
+    when ``whole``), from its first line that is a JSON object (a line or two that are
+    not, at the start of a damaged file, are passed over): ``None`` when no CLI did."""
     text = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-    text = text.lstrip()
-    end = text.find(b"\n")
-    if end < 0 and whole:
-        end = len(text)  # the whole file is one line
-    if end < 0:  # longer than the head: its first keys tell
-        return next((agent for start, agent in _STARTS if start.match(text)), None)
-    try:
-        value = parse_line(text[:end].strip())
-    except LineProblem:
-        return None
-    return _agent_of_line(value)
+    for _ in range(_LINES_SNIFFED):
+        text = text.lstrip()
+        end = text.find(b"\n")
+        if end < 0 and whole:
+            end = len(text)  # the last line
+        if end < 0:  # longer than the head: its first keys tell
+            return next((agent for start, agent in _STARTS if start.match(text)), None)
+        try:
+            return _agent_of_line(parse_line(text[:end].strip()))
+        except LineProblem:
+            text = text[end + 1 :]
+    return None
 
 
 def _agent_of_line(value: dict[str, Any]) -> str | None:
@@ -338,7 +341,9 @@ class _ClaudeRun:
         self.last = record
         content = message.get("content")
         if record.get("type") == "assistant":
-            self.model = _text(message.get("model")) or self.model
+            model = _text(message.get("model"))
+            if model is not None and model != "<synthetic>":  # Claude Code's own notes
+                self.model = model
             answer_id = _text(message.get("id"))
             same = self.answers.get(answer_id) if answer_id else None
             if same is not None:  # the next content block of an answer already read

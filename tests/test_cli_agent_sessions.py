@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -585,3 +586,15 @@ def test_calls_are_judged_as_the_hook_judges_them(
     assert findings
     assert hook is not None
     assert hook <= findings[0]["first"] <= hook + 1
+
+
+def test_a_fifo_named_like_a_transcript_is_not_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_file(tmp_path, looping())
+    os.mkfifo(tmp_path / ".claude" / "projects" / "-home-dev-projects-c3" / "zz.jsonl")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    code, report, err = scan(capsys, "--agent", "claude-code")  # would block on the FIFO
+    assert (code, err) == (1, "")
+    assert [Path(run["name"]).stem for run in report["files"]] == [CLAUDE_ID]

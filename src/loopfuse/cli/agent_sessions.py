@@ -184,7 +184,8 @@ def _transcripts(root: Path, agent: str) -> Iterator[Path]:
         here = Path(folder)
         in_chats = "chats" in here.relative_to(root).parts
         for name in sorted(files):
-            if _is_transcript(agent, name, in_chats):
+            # A FIFO or a device named like a transcript is not one (reading it could block).
+            if _is_transcript(agent, name, in_chats) and (here / name).is_file():
                 yield here / name
 
 

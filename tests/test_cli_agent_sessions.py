@@ -260,6 +260,20 @@ def test_a_resumed_claude_session_does_not_count_the_history_twice(
     assert runs[resumed]["requests"] == 9  # its own turns only
     assert runs[resumed]["clean"] is True
     assert report["summary"]["requests"] == 20
+    # B resumed again: C copies A and B. Each part is counted by its own file.
+    third = "cccccccc-0000-4000-8000-000000000003"
+    newest = claude_session(third, looping(), start=40, prompt="Again")
+    write_lines(tmp_path / f"{third}.jsonl", [*old, *new, *newest])
+    _, report, _ = scan(capsys, str(tmp_path))
+    runs = {Path(run["name"]).stem: run for run in report["files"]}
+    assert [runs[key]["requests"] for key in (first, resumed, third)] == [11, 9, 11]
+    assert runs[third]["meta"]["continues"] == resumed
+    (tmp_path / f"{first}.jsonl").unlink()  # A's part is now counted in B, once
+    _, report, _ = scan(capsys, str(tmp_path))
+    runs = {Path(run["name"]).stem: run for run in report["files"]}
+    assert [runs[key]["requests"] for key in (resumed, third)] == [20, 11]
+    write_lines(tmp_path / f"{first}.jsonl", old)
+    (tmp_path / f"{third}.jsonl").unlink()
     # Without A's file, B is all that is left of A: counted there.
     (tmp_path / f"{first}.jsonl").unlink()
     code, report, _ = scan(capsys, str(path_b))

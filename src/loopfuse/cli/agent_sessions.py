@@ -367,20 +367,25 @@ class _ClaudeRun:
         self.times.append(_text(record.get("timestamp")))
 
     def history(self, folder: Path | None) -> tuple[int, str | None]:
-        """How many leading messages copy an earlier session whose file is in
-        ``folder``, and that session's id."""
+        """How many leading messages copy earlier sessions and are reported by a file
+        in ``folder``, and the session they continue. A copy can hold several sessions
+        (a resumed session resumed again): the file of the last one found beside holds
+        all that comes before it."""
         current = self.sessions[-1] if self.sessions else None
-        earlier = self.sessions[0] if self.sessions else None
-        if folder is None or current is None or earlier is None or earlier == current:
+        if folder is None or current is None:
             return 0, None
-        if not _SESSION_ID.fullmatch(earlier):
-            return 0, None  # not a name Claude Code gives a file
-        if not (folder / f"{earlier}.jsonl").is_file():
-            return 0, None  # the copy is all that is left of it: counted here
-        count = 0
-        while count < len(self.sessions) and self.sessions[count] != current:
-            count += 1
-        return count, earlier
+        count, continues = 0, None
+        beside: dict[str, bool] = {}
+        for index, session in enumerate(self.sessions):
+            if session == current:
+                break
+            if session is None or not _SESSION_ID.fullmatch(session):
+                continue  # not a name Claude Code gives a file
+            if session not in beside:
+                beside[session] = (folder / f"{session}.jsonl").is_file()
+            if beside[session]:
+                count, continues = index + 1, session
+        return count, continues
 
 
 def _blocks(content: object) -> list[Any]:

@@ -287,14 +287,21 @@ def test_gemini_records_written_again_are_one_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = gemini_session(GEMINI_ID, [Turn("make", "boom")] * 3)
-    # A resumed session sets the messages again (same ids), then goes on.
+    # The context set again (same ids, old outputs masked: not what the model saw
+    # then), a rewind, then a new turn.
     again = [line for line in lines if "id" in line and line.get("type") != "info"]
-    lines += [{"$set": {"messages": again}}, {"$rewindTo": "done"}]
+    masked = json.loads(json.dumps(again).replace("boom", "[masked]"))
+    extra = gemini_session(GEMINI_ID, [Turn("make", "boom")])[4:7]
+    extra = json.loads(json.dumps(extra).replace("model-0", "model-9"))
+    lines += [{"$set": {"messages": masked}}, {"$rewindTo": "done"}, *extra]
     path = write_lines(tmp_path / "session-x.jsonl", lines)
     code, report, err = scan(capsys, str(path))
     assert (code, err) == (0, "")
     [run] = report["files"]
-    assert (run["requests"], run["tool_calls"]) == (4, 3)
+    assert (run["requests"], run["tool_calls"]) == (5, 4)
+    assert run["findings"] == []
+    [replayed], _ = read_runs(AgentSession(str(path), "gemini", 0, lambda: path.open("rb")))
+    assert "[masked]" not in json.dumps(replayed.body)
 
 
 def test_gemini_answers_are_in_the_conversation_once_as_the_text_the_model_saw() -> None:

@@ -38,7 +38,9 @@ How each CLI records a session, and how it is read:
 - **Gemini CLI** appends a record each time a message changes, under the same ``id``
   (a model message, then the same message with its tool calls and their results): the
   last version counts, at the place of the first. ``{"$set": ...}`` lines patch the
-  session (their ``messages`` are records too); ``{"$rewindTo": id}`` is kept out: the
+  session; when they list the messages again (the model's context rewritten: compressed,
+  old outputs masked) only the records not seen before count. ``{"$rewindTo": id}`` is
+  kept out: the
   calls before a rewind were made and paid for. A tool's answer is its ``llmContent``
   without ``Process Group PGID: N`` (a new number on every call). Subagents have their
   own files. Whole-file JSON sessions of older versions are read too.
@@ -564,14 +566,16 @@ def _codex_output(payload: dict[str, Any]) -> object:
 def _gemini_runs(name: str, path: Path | None, lines: _Lines) -> list[AgentRun]:
     info: dict[str, Any] = {}
     records: dict[str, dict[str, Any]] = {}  # id -> its last version, in first-seen order
-    numbers: dict[str, int] = {}
 
-    def upsert(number: int, record: object) -> None:
+    def upsert(number: int, record: object, again: bool = True) -> None:
+        """Add a record, or (``again``) take its new version. A ``$set`` of the whole
+        list rewrites the model's context (compression, masked old outputs): what it
+        lists again is not what the model saw then, so only its new records count."""
         if not isinstance(record, dict) or not isinstance(record.get("id"), str):
             lines.problem(number, "a message record without an id")
             return
-        records[record["id"]] = record
-        numbers.setdefault(record["id"], number)
+        if again or record["id"] not in records:
+            records[record["id"]] = record
 
     first = True
     for number, record in lines:
@@ -589,7 +593,7 @@ def _gemini_runs(name: str, path: Path | None, lines: _Lines) -> list[AgentRun]:
             messages = patch.get("messages")
             info.update({k: v for k, v in patch.items() if k != "messages"})
             for message in messages if isinstance(messages, list) else ():
-                upsert(number, message)
+                upsert(number, message, again=False)
         elif "id" in record:
             upsert(number, record)
         elif "sessionId" in record:

@@ -12,8 +12,9 @@ A file is one of:
   entry ``{"session": ..., "path": ..., "time": ..., "status": ..., "usage": ...,
   "body": {...}}`` (every key but ``body`` optional; ``body`` may also be the request's
   JSON text; ``response`` may stand for ``usage``: only its usage is read): a
-  :class:`Log`, read line by line. A file ending in ``.jsonl`` or ``.ndjson`` is always
-  read as a log, any other file when it holds more than one JSON value;
+  :class:`Log`, read line by line. A file ending in ``.jsonl`` or ``.ndjson`` is read
+  as a log (unless it is a CLI's transcript, below), any other file when it holds more
+  than one JSON value;
 - a **coding-agent CLI's transcript** (Claude Code, Codex, Gemini CLI), told from a log
   by its first line: an :class:`~loopfuse.cli.agent_sessions.AgentSession`, whose runs
   :mod:`loopfuse.cli.agent_sessions` reads.

@@ -109,7 +109,8 @@ def _session_parts(meta: dict[str, str]) -> list[str]:
         parts.append(f"continues {meta['continues']}")
     if meta.get("forked_from"):
         parts.append(f"forked from {meta['forked_from']}")
-    parts.extend(meta[key] for key in ("project",) if meta.get(key))
+    if meta.get("project"):
+        parts.append(meta["project"])
     if meta.get("started"):
         parts.append(f"started {meta['started']}")
     return parts

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conftest import json_backend as using
 from loopfuse import LoopBreaker, LoopDecision, RequestKey, Verdict, intent, scan
 from loopfuse.cli.config import Settings
-from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.readers import InputError, read_bytes
 from loopfuse.errors import InvalidInputError, LoopfuseError
 from loopfuse.intent import _json as json_impl
@@ -105,7 +105,7 @@ def reader_error(name: str, data: bytes, as_log: bool) -> InputError | None:
     line of a log that also holds requests is a problem naming its line."""
     try:
         source = read_bytes(name, data, log=as_log)
-        _, problems = scan_source(source, Settings())
+        _, problems = scan_file(source, Settings())
     except InputError as exc:
         return exc
     if problems:

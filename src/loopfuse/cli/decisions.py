@@ -47,6 +47,7 @@ from functools import partial
 from typing import Any, Final
 
 from loopfuse import RequestKey, intent
+from loopfuse.cli.agent_sessions import AgentRun, AgentSession, read_runs
 from loopfuse.cli.config import Settings, guard_of
 from loopfuse.cli.findings import (
     Act,
@@ -58,14 +59,14 @@ from loopfuse.cli.findings import (
     undescribed,
 )
 from loopfuse.cli.loglines import BadLine, entry_problem
-from loopfuse.cli.readers import InputError, Log, Source
+from loopfuse.cli.readers import InputError, Log, Source, Transcript
 from loopfuse.cli.results import FileResult, Step
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
 from loopfuse.detector import LoopDetector, Replay, Verdict
 from loopfuse.integrations import Guard, GuardDecision
 from loopfuse.integrations._prepared import Prepared
 
-__all__ = ["FakeClock", "scan_source"]
+__all__ = ["FakeClock", "scan_file", "scan_source"]
 
 _GUARD_OF_CODE: Final = {"repeated_request": "breaker", "guard_failed": "guard"}
 _LINE_PROBLEMS_SHOWN: Final = 5
@@ -100,7 +101,7 @@ class _Request:
 class _Run:
     """The state of one file's replay: its guard, clock, cache use and findings."""
 
-    def __init__(self, source: Source, settings: Settings) -> None:
+    def __init__(self, source: Transcript | Log | AgentRun, settings: Settings) -> None:
         self.settings = settings
         self.clock = FakeClock()
         self.guard: Guard = guard_of(settings, self.clock)
@@ -197,14 +198,39 @@ class _Run:
         return result
 
 
-def scan_source(
+def scan_file(
     source: Source, settings: Settings, progress: Progress | None = None
+) -> tuple[list[FileResult], list[str]]:
+    """What the guard would have done to each run of a file: one, or for a CLI's
+    transcript each run it holds (the session, its subagents); and the problems met."""
+    if not isinstance(source, AgentSession):
+        result, problems = scan_source(source, settings, progress)
+        return [result], problems
+    try:
+        runs, problems = read_runs(source)
+    except OSError as exc:
+        raise InputError(source.name, f"cannot read: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # an older Gemini CLI's JSON document
+        raise InputError(source.name, f"not valid JSON: {exc}") from None
+    if not runs and problems:
+        raise InputError(source.name, problems[0])
+    return [scan_source(run, settings, progress)[0] for run in runs], problems
+
+
+def scan_source(
+    source: Source | AgentRun, settings: Settings, progress: Progress | None = None
 ) -> tuple[FileResult, list[str]]:
     """What the guard would have done to ``source``'s requests, and the problems met on
-    the way (bad lines of a log, one line each, ``"line N: ..."``)."""
+    the way (bad lines of a log, one line each, ``"line N: ..."``). A CLI's transcript
+    is scanned run by run: :func:`scan_file`."""
+    if isinstance(source, AgentSession):
+        raise TypeError("a CLI's transcript is scanned run by run: read_runs() first")
     run = _Run(source, settings)
     if isinstance(source, Log):
         _scan_log(run, source, progress)
+    elif isinstance(source, AgentRun):
+        _scan_transcript(run, source.name, source.body, False, progress, source.history)
+        run.result.bad_lines = source.bad_lines
     else:
         _scan_transcript(run, source.name, source.body, source.kind == "request", progress)
     return run.finish(), run.problems
@@ -288,8 +314,15 @@ def _size(value: object) -> int:
 
 
 def _scan_transcript(
-    run: _Run, name: str, body: dict[str, Any], is_request: bool, progress: Progress | None
+    run: _Run,
+    name: str,
+    body: dict[str, Any],
+    is_request: bool,
+    progress: Progress | None,
+    history: int = 0,
 ) -> None:
+    """Each request of one conversation; the turns that start in its first ``history``
+    items (a copy of an earlier session, reported with it) are context only."""
     prepared = run.guard.prepare(body, path=run.settings.path)
     found = None if prepared is None else intent.conversation(body)
     if prepared is None or found is None:
@@ -313,6 +346,8 @@ def _scan_transcript(
     for number, (cut, held_messages, held_system, turn) in enumerate(cuts, start=1):
         if progress is not None:
             progress(number / len(cuts))
+        if cut < history:
+            continue  # the replay is fed these messages before the next request
         verdict: Verdict | None = None
         if replay is not None and run.detector is not None:
             while fed < held_messages:

@@ -200,7 +200,8 @@ def _first_line(content: object) -> str | None:
         if type(part) is str:
             text = part
         elif type(part) is dict and part.get("type") == "json":
-            text = _canonical(part.get("value"))
+            value = part.get("value")  # a JSON string is text, as the detector reads it
+            text = value if type(value) is str else _canonical(value)
         elif type(part) is dict and type(part.get("text")) is str:
             text = part["text"]
         else:

@@ -35,6 +35,7 @@ __all__ = [
     "is_wrapper",
     "json_type",
     "not_a_request",
+    "read_line",
     "read_lines",
     "size_text",
 ]
@@ -105,7 +106,7 @@ def read_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[LogEn
         offset = 0
         number = 0
         while True:
-            raw, size = _read_line(handle, max_line)
+            raw, size = read_line(handle, max_line)
             if not size:
                 break
             number += 1
@@ -133,7 +134,7 @@ def read_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[LogEn
 _PIECE: Final = 1024 * 1024
 
 
-def _read_line(handle: IO[bytes], max_line: int | None) -> tuple[bytes | None, int]:
+def read_line(handle: IO[bytes], max_line: int | None) -> tuple[bytes | None, int]:
     """The next line and its size in bytes (``0``: the end of the file). A line longer
     than ``max_line`` is ``None``: it is read a piece at a time and each piece dropped
     once the line is known to be too long, so it never costs more than ``max_line``."""

@@ -28,6 +28,7 @@ from typing import NoReturn, TextIO
 
 import loopfuse
 from loopfuse.cli import demo
+from loopfuse.cli.agent_sessions import AGENTS, sessions_folder
 from loopfuse.cli.config import (
     OPTIONS,
     Settings,
@@ -35,7 +36,7 @@ from loopfuse.cli.config import (
     check,
     load_toml,
 )
-from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.escape import printable
 from loopfuse.cli.html import render_html
 from loopfuse.cli.markdown import render_markdown
@@ -73,11 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
         "scan",
         help="replay recorded agent traffic through the guards",
         description="Replay recorded agent traffic (request bodies, JSON Lines logs, "
-        "trajectories, folders of them) through LoopBreaker, LoopDetector and DedupCache, "
-        "and report where each would have acted. Exit status: 1 a loop found (whatever "
-        "else happened), 0 nothing found, 2 usage or input error and no loop found.",
+        "trajectories, Claude Code, Codex and Gemini CLI transcripts, folders of them) "
+        "through LoopBreaker, LoopDetector and DedupCache, and report where each would have "
+        "acted. Exit status: 1 a loop found (whatever else happened), 0 nothing found, 2 "
+        "usage or input error and no loop found.",
     )
-    scan.add_argument("paths", nargs="+", metavar="PATH", help="file, folder, or - for stdin")
+    scan.add_argument("paths", nargs="*", metavar="PATH", help="file, folder, or - for stdin")
+    scan.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="scan every session the CLI kept, where it keeps them, instead of PATHs: "
+        f"{', '.join(AGENTS)} (several: comma-separated), or all (those that kept any)",
+    )
     scan.add_argument("--config", metavar="FILE", help="TOML file with the same keys as the flags")
     groups = {name: scan.add_argument_group(title) for name, title in _GROUPS.items()}
     defaults = Settings()
@@ -151,6 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "scan":
         stderr.write("loopfuse: error: choose a command: scan or demo (see loopfuse --help)\n")
         return 2
+    agents = _agents(args.agent, bool(args.paths))
+    if isinstance(agents, str):
+        stderr.write(f"loopfuse scan: error: {agents} (see loopfuse scan --help)\n")
+        return 2
     try:
         settings = Settings()
         if args.config:
@@ -162,12 +174,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         stderr.write(f"loopfuse scan: error: {_one_line(str(exc))}\n")
         return 2
-    return run_scan(args.paths, settings, stdout, stderr)
+    return run_scan(args.paths, settings, stdout, stderr, agents)
 
 
-def run_scan(paths: Sequence[str], settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
-    """Scan ``paths`` and write the report; returns the exit status."""
-    targets = list(collect(paths))
+def _agents(raw: str | None, paths: bool) -> tuple[str, ...] | str:
+    """The CLIs ``--agent`` names, or what is wrong with the command line."""
+    if raw is None:
+        return () if paths else "the following arguments are required: PATH (or --agent NAME)"
+    if paths:
+        return "--agent finds the CLI's transcripts itself: give it no PATH"
+    names = tuple(dict.fromkeys(name.strip() for name in raw.split(",") if name.strip()))
+    unknown = [name for name in names if name not in (*AGENTS, "all")]
+    if unknown or not names:
+        known = ", ".join((*AGENTS, "all"))
+        return f"--agent: unknown CLI {', '.join(unknown) or repr(raw)}; one of {known}"
+    return ("all",) if "all" in names else names
+
+
+def _agent_targets(agents: Sequence[str]) -> list[Path | InputError]:
+    """Every transcript the CLIs kept, in their own folders: an error for a CLI whose
+    folder is missing or empty (with ``all``: only when no CLI has any)."""
+    every = tuple(agents) == ("all",)
+    targets: list[Path | InputError] = []
+    for agent in AGENTS if every else agents:
+        folder = sessions_folder(agent)
+        where = str(folder.roots[0])
+        if not any(root.is_dir() for root in folder.roots):
+            problem = f"no {agent} transcripts: no such folder (set {folder.setting} if "
+            targets.append(InputError(where, problem + "the CLI keeps them elsewhere)"))
+            continue
+        found = list(folder.files())
+        targets.extend(found or [InputError(where, f"holds no {agent} transcripts")])
+    if every and any(not isinstance(target, InputError) for target in targets):
+        return [target for target in targets if not isinstance(target, InputError)]
+    return targets
+
+
+def run_scan(
+    paths: Sequence[str],
+    settings: Settings,
+    stdout: TextIO,
+    stderr: TextIO,
+    agents: Sequence[str] = (),
+) -> int:
+    """Scan ``paths`` (or every transcript of the CLIs named in ``agents``) and write
+    the report; returns the exit status."""
+    targets = _agent_targets(agents) if agents else list(collect(paths))
     files = sum(not isinstance(target, InputError) for target in targets)
     enabled = settings.progress and _isatty(stderr)
     progress = Progress(stderr, files, enabled=enabled, width=_width(stderr))
@@ -188,7 +240,7 @@ def run_scan(paths: Sequence[str], settings: Settings, stdout: TextIO, stderr: T
         progress.step(name)
         try:
             source = read_path(target) if isinstance(target, Path) else read_stdin(sys.stdin.buffer)
-            result, found = scan_source(source, settings, progress.within)
+            scanned, found = scan_file(source, settings, progress.within)
         except InputError as exc:
             errors.append(exc)
             complain(str(exc))
@@ -198,7 +250,7 @@ def run_scan(paths: Sequence[str], settings: Settings, stdout: TextIO, stderr: T
             errors.append(InputError(name, problem + "; please report it"))
             complain(str(errors[-1]))
             continue
-        results.append(result)
+        results.extend(scanned)
         for problem in found:
             problems.append(f"{name}: {problem}")
             complain(problems[-1])

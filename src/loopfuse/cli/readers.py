@@ -12,8 +12,12 @@ A file is one of:
   entry ``{"session": ..., "path": ..., "time": ..., "status": ..., "usage": ...,
   "body": {...}}`` (every key but ``body`` optional; ``body`` may also be the request's
   JSON text; ``response`` may stand for ``usage``: only its usage is read): a
-  :class:`Log`, read line by line. A file ending in ``.jsonl`` or ``.ndjson`` is always
-  read as a log, any other file when it holds more than one JSON value.
+  :class:`Log`, read line by line. A file ending in ``.jsonl`` or ``.ndjson`` is read
+  as a log (unless it is a CLI's transcript, below), any other file when it holds more
+  than one JSON value;
+- a **coding-agent CLI's transcript** (Claude Code, Codex, Gemini CLI), told from a log
+  by its first line: an :class:`~loopfuse.cli.agent_sessions.AgentSession`, whose runs
+  :mod:`loopfuse.cli.agent_sessions` reads.
 
 Which dialect a body is in, and where its turns are, is :mod:`loopfuse.intent`'s
 business: this module knows file formats only.
@@ -43,9 +47,11 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
+from loopfuse.cli.agent_sessions import AgentSession, agent_of, agent_of_document
 from loopfuse.cli.loglines import (
     CONVERSATION_KEYS,
     BadLine,
@@ -150,7 +156,12 @@ class Log:
     meta: dict[str, str] = field(default_factory=dict)
 
 
-Source = Transcript | Log
+Source = Transcript | Log | AgentSession
+"""What a file is; an :class:`~loopfuse.cli.agent_sessions.AgentSession` is a coding-agent
+CLI's own transcript (Claude Code, Codex, Gemini CLI), recognised by its first line."""
+
+_HEAD_BYTES: Final = 64 * 1024
+"""Bytes read to recognise a CLI's transcript by its first line."""
 
 
 def collect(args: Sequence[str]) -> Iterator[Path | str | InputError]:
@@ -195,7 +206,13 @@ def read_path(path: Path) -> Source:
         with _open_regular(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if log:
-                _check_start(name, handle.read(8192) or b"", size)
+                head = handle.read(_HEAD_BYTES) or b""
+                _check_start(name, head[:8192], size)
+                agent = agent_of(head, whole=size <= len(head))
+                if agent is not None:
+                    # Opened (and checked) again when it is read, one bounded line at a time.
+                    opener = partial(_open_regular, path)
+                    return AgentSession(name, agent, size, opener, max_line=MAX_FILE_BYTES)
                 return Log(name, size, lambda: _read_log(path))
             if size > MAX_FILE_BYTES:
                 raise InputError(
@@ -298,6 +315,9 @@ def _unreadable(name: str, exc: OSError) -> InputError:
 def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:
     """Recognise ``data`` read from ``name``; ``log`` forces JSON Lines."""
     _check_start(name, data[:8192], len(data))
+    agent = agent_of(data[:_HEAD_BYTES], whole=len(data) <= _HEAD_BYTES)
+    if agent is not None:
+        return AgentSession(name, agent, len(data), lambda: io.BytesIO(data))
     if log:
         return _log_of(name, data)
     text = _decode(name, data)
@@ -311,6 +331,8 @@ def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:
         raise InputError(name, "JSON nested too deeply") from None
     except ValueError as exc:  # e.g. an integer over the int/str digit limit
         raise InputError(name, f"not valid JSON: {exc}") from None
+    if agent_of_document(value) is not None:  # an older Gemini CLI's whole-file session
+        return AgentSession(name, "gemini", len(data), lambda: io.BytesIO(data), whole=True)
     if isinstance(value, dict) and is_wrapper(value):
         try:
             entry = entry_of(1, value, len(data))

@@ -80,9 +80,13 @@ def _name(name: str, width: int) -> str:
 
 
 def run_header(result: FileResult) -> str:
-    """``trajectory, openai_chat, failed (max_steps), 10 requests``: with the run's own
-    text as it is (each report escapes it its way)."""
+    """``trajectory, openai_chat, failed (max_steps), 10 requests``; a CLI's session
+    says which (``codex session 01a2..., /home/me/app, started 2026-12-01T22:23:54Z,
+    openai_responses, 3 requests``). The run's own text is as it is: each report escapes
+    it its way."""
     parts = [result.kind, result.dialect]
+    if result.kind == "session":
+        parts = [*_session_parts(result.meta), result.dialect]
     if result.meta.get("outcome"):
         exit_reason = result.meta.get("exit_reason")
         parts.append(result.meta["outcome"] + (f" ({exit_reason})" if exit_reason else ""))
@@ -94,6 +98,22 @@ def run_header(result: FileResult) -> str:
     if result.bad_lines:
         parts.append(f"{plural(result.bad_lines, 'line')} skipped (not requests)")
     return ", ".join(parts)
+
+
+def _session_parts(meta: dict[str, str]) -> list[str]:
+    """Which session of which CLI a run is, where and when it ran."""
+    parts = [f"{meta.get('agent', 'agent')} session {meta.get('session', '(no id)')}"]
+    if meta.get("subagent"):
+        parts.append("subagent" + ("" if meta["subagent"] == "yes" else f" {meta['subagent']}"))
+    if meta.get("continues"):
+        parts.append(f"continues {meta['continues']}")
+    if meta.get("forked_from"):
+        parts.append(f"forked from {meta['forked_from']}")
+    if meta.get("project"):
+        parts.append(meta["project"])
+    if meta.get("started"):
+        parts.append(f"started {meta['started']}")
+    return parts
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:

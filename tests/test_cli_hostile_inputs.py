@@ -286,3 +286,38 @@ def test_a_real_line_of_1_5_gb_stays_within_the_file_limit(tmp_path: Path) -> No
     assert "line 2: longer than 256 MiB" in done.stderr, done.stderr[-2000:]
     peak = int(done.stderr.split("PEAK ")[1].split()[0])
     assert peak < 400 * 1024 * 1024, f"peak RSS {peak:,} bytes"  # measured 287 MB
+
+
+def test_a_cli_transcript_is_read_with_the_same_bounds_as_a_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Claude Code transcript (recognised by its content) holding one line past the
+    limit: that line is skipped in bounded memory, the session around it is scanned; a
+    transcript swapped for a FIFO after it was recognised is refused, not waited on."""
+    from agent_transcripts import claude_session, looping
+
+    limit = 1024 * 1024
+    monkeypatch.setattr(readers, "MAX_FILE_BYTES", limit)
+    lines = claude_session("6d3f0d5a-7f0e-4d2a-9d59-2d3c6f1b0a11", looping())
+    path = tmp_path / "session.jsonl"
+    with path.open("wb") as handle:
+        handle.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines[:3]))
+        handle.write(b'{"type": "user", "message": "' + b"x" * (8 * limit) + b'"}\n')
+        handle.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines[3:]))
+    source = read_path(path)
+    assert not isinstance(source, Log)  # read as a CLI's session, not as a proxy log
+    tracemalloc.start()
+    try:
+        with alarm():
+            code = main(["scan", str(path), "--format", "json", "--no-progress"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    captured = capsys.readouterr()
+    assert code == 1  # the loop around the long line is still found
+    assert "line 4: longer than 1 MiB" in captured.err
+    assert peak < 8 * limit, f"peak {peak:,} bytes for a line cut at {limit:,}"
+    path.unlink()
+    os.mkfifo(path)
+    with alarm(), pytest.raises(InputError, match="not a regular file"):
+        source.open()  # type: ignore[union-attr]

@@ -491,7 +491,8 @@ PROGRAM_GUARDS: Final[dict[str, Guard]] = {
     # "git grep -O" runs a pager on the files found, also as in "-iOrm" (the pager: rm)
     "git": _refusing("O", long=("--output", "--open-files-in-pager")),
     "kubectl": _refusing(
-        long=("--log-file", "--log_file", "--log-dir", "--log_dir", "--profile-output")
+        # --profile writes profile.pprof (or --profile-output) in the working folder
+        long=("--log-file", "--log_file", "--log-dir", "--log_dir", "--profile")
     ),
     "printf": _printf,
     "test": _test,

@@ -31,11 +31,14 @@ READ_PIECES = [
     "sed -n '1,5p' f", "kubectl get pods -n web", "sleep 1", "echo ';' '&&'",
     "ls -la >/dev/null 2>&1", "timeout 5 cat x", "bash -c 'ls -la'", "find . -name x",
     "watch -n 1 'tail -1 log'", "awk 'NR>=2' f", "X=1 wc -l f", "gh run view 1",
+    "ls *.py", 'tail -f "$LOG"', "command -v git", "cat ~/x {a,b}",
 ]  # fmt: skip
 WRITE_PIECES = [
     "rm -rf x", "cat a > b", "sed -i s/a/b/ f", "python x.py", "git commit -am x",
     "echo x >> log", "find . -delete", "tee out", "bash -c 'rm x'", "kubectl delete pod p",
     "xargs rm", "sort -o o i", "X=1", "make", "git checkout -- f", "cp a b",
+    "find . $X", "jobs -x rm x", "sort --outp=x y", "git grep -iOrm x", "command rm -v x",
+    "find . -{delete,print}", "test -v 'a[$(rm x)]'", "pip list --log x",
 ]  # fmt: skip
 SEPARATORS = [" && ", " || ", "; ", " | ", "\n", " & ", " |& ", " ;\n", " &&\n  "]
 
@@ -46,6 +49,8 @@ SHELL_BITS = [
     "\u00a0", "\u2028", "é", "😀", "/dev/null", "cat", "sed -n", "sed -i", "bash -c",
     "sh -lc", "watch", "xargs", "find", "-exec", "git", "log", "kubectl", "get", "awk",
     "timeout 5", "env", "X=1", "EOF", "1p", "s/a/b/w", "p;q", "-o", "--output=",
+    "${X}", "${X@P}", "${X:-", "$[", '$"', "$IFS", "{a,b}", "{1..3}", "~+", "~/", "*", "?",
+    "[a]", "{fd}>", "-v", "-eq", "--outp", "-iO",
 ]  # fmt: skip
 
 any_char = st.characters(exclude_categories=())
@@ -214,6 +219,11 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "comment": lambda n: "# " + "x" * n + "\nls",
     "redirections": lambda n: "ls" + " 2>/dev/null" * (n // 12),
     "assignments": lambda n: "A=1 " * (n // 4) + "ls",
+    "globs": lambda n: "ls" + " *.py" * (n // 5),
+    "variables": lambda n: "cat" + ' "$X"' * (n // 5),
+    "variables in one word": lambda n: 'cat "' + "$X" * (n // 2) + '"',
+    "braces": lambda n: "ls" + " {a,b}" * (n // 6),
+    "one brace word": lambda n: "ls {" + "a," * (n // 2) + "}",
 }
 
 

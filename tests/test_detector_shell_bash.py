@@ -75,6 +75,11 @@ CASES: dict[str, Destructive] = {
         "find . -name '*.txt' $X", f"deleted {VICTIM}", env={"X": "-delete"}
     ),
     "variable as program": Destructive(f"$X {VICTIM}", f"deleted {VICTIM}", env={"X": "rm"}),
+    # a continuation (backslash, newline) vanishes before bash reads the line
+    "continued $(": Destructive(f'echo "$\\\n(rm {VICTIM})"', f"deleted {VICTIM}"),
+    "continued ${": Destructive(
+        "find . -name '*.txt' $\\\n{X:--delete}", f"deleted {VICTIM}"
+    ),
     # builtins that run a command
     "jobs -x": Destructive(f"jobs -x rm {VICTIM}", f"deleted {VICTIM}"),
     # arithmetic-subscript injection: bash evaluates a[...] and runs the $(...) in it

@@ -50,7 +50,7 @@ SHELL_BITS = [
     "sh -lc", "watch", "xargs", "find", "-exec", "git", "log", "kubectl", "get", "awk",
     "timeout 5", "env", "X=1", "EOF", "1p", "s/a/b/w", "p;q", "-o", "--output=",
     "${X}", "${X@P}", "${X:-", "$[", '$"', "$IFS", "{a,b}", "{1..3}", "~+", "~/", "*", "?",
-    "[a]", "{fd}>", "-v", "-eq", "--outp", "-iO",
+    "[a]", "{fd}>", "-v", "-eq", "--outp", "-iO", "\\\n", "$\\\n",
 ]  # fmt: skip
 
 any_char = st.characters(exclude_categories=())

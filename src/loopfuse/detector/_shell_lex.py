@@ -64,6 +64,15 @@ _MAYBE_EXPANDS: Final = re.compile(r"[*?\[{~]")
 _BRACE_MARK: Final = re.compile(r"[{},]|\.\.")
 _TILDE_EXPANDS: Final = re.compile(r"(?:^|[=:])~[-+0-9]")
 
+# Continuations ("\\" and a newline) are removed before the line is read, as bash does,
+# except in single quotes and from an unquoted "#" to the end of its line (a comment ends
+# at the newline; a "#" inside a word keeps its continuation too, which the reader then
+# joins: never more text swallowed than bash would).
+_CONTINUATION_CONTEXT: Final = re.compile(
+    r"""'[^']*'|"(?:[^"\\]|\\.)*"|\\\n|\\.|#[^\n]*|[^'"\\#]+|.""", re.DOTALL
+)
+_ESCAPE: Final = re.compile(r"\\(.)", re.DOTALL)
+
 _SEPARATORS: Final = frozenset({";", "&", "&&", "||", "|", "|&", "\n"})
 _NEEDS_RIGHT_SIDE: Final = frozenset({"&&", "||", "|", "|&"})
 _WRITES: Final = frozenset({">", ">>", ">|", "&>", "&>>"})
@@ -152,6 +161,27 @@ def _double_quoted(content: str, word: _Word) -> bool:
     return True
 
 
+def _without_continuations(text: str) -> str:
+    r"""``text`` with its line continuations removed where bash removes them.
+
+    >>> _without_continuations("ls -l\\\na")
+    'ls -la'
+    >>> _without_continuations('"$\\\n(x)"'), _without_continuations("'a\\\nb'") == "'a\\\nb'"
+    ('"$(x)"', True)
+    """
+    if "\\\n" not in text:
+        return text
+    kept: list[str] = []
+    for part in _CONTINUATION_CONTEXT.finditer(text):
+        piece = part.group()
+        if piece == "\\\n":
+            continue
+        if piece[0] == '"' and "\\\n" in piece:
+            piece = _ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(), piece)
+        kept.append(piece)
+    return "".join(kept)
+
+
 def _target_is_safe(op: str, target: str, expands: bool) -> bool:
     if op in _READS:
         return True
@@ -182,6 +212,7 @@ def read_commands(text: str, accept: Accept) -> bool:
     """
     if "\0" in text:
         return False
+    text = _without_continuations(text)
     words: list[str] = []
     expanding: list[int] = []
     word: _Word | None = None
@@ -255,7 +286,7 @@ def read_commands(text: str, accept: Accept) -> bool:
         if kind == "escaped":
             escaped = token.group("escaped")
             if escaped == "\n":
-                continue  # a continuation joins two lines
+                continue  # a continuation left after a "#" inside a word joins two lines
             if word is None:
                 word = _Word()
             word.parts.append(escaped)

@@ -510,6 +510,7 @@ NOT_READ_ONLY_BY_CLASS = {
         "git log -- *", "cat > *.txt",
     ],
     "builtins that run commands": ["jobs -x rm x", "jobs -lx rm x"],
+    "not descriptors": ["\u00b2<x", "\u0663>/dev/null"],  # a program named "²" runs
     "arithmetic-subscript injection": [
         "printf -v 'a[$(rm x)]' y", "printf -vx '%s' y", "test -v 'a[$(rm x)]'",
         "[ -v 'a[$(rm x)]' ]", "[[ -v x ]]", "[[ 'a[$(rm x)]' -eq 0 ]]", "[[ n -gt 0 ]]",

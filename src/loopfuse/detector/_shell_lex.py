@@ -62,7 +62,10 @@ _DOUBLE_ESCAPES: Final = frozenset('$`"\\')
 # without any of them needs no closer look.
 _MAYBE_EXPANDS: Final = re.compile(r"[*?\[{~]")
 _BRACE_MARK: Final = re.compile(r"[{},]|\.\.")
-_TILDE_EXPANDS: Final = re.compile(r"(?:^|[=:])~[-+0-9]")
+# "~+", "~-", "~2" at the start of a word, or after "=" or ":" (bash expands tildes in
+# words that look like assignments, "a=~-/x", even as arguments)
+_TILDE_AT_START: Final = re.compile(r"~[-+0-9]")
+_TILDE_INSIDE: Final = re.compile(r"[=:]~[-+0-9]")
 
 # Continuations ("\\" and a newline) are removed before the line is read, as bash does,
 # except in single quotes and from an unquoted "#" to the end of its line (a comment ends
@@ -80,6 +83,7 @@ _READS: Final = frozenset({"<", "<<<"})
 _DUPLICATES: Final = frozenset({">&", "<&"})
 _REDIRECTIONS: Final = _WRITES | _READS | _DUPLICATES
 _FD_TARGET: Final = re.compile(r"[0-9]+-?|-")
+_FD_NUMBER: Final = re.compile(r"[0-9]+")  # ASCII digits only, as bash reads them
 
 
 class _Word:
@@ -102,8 +106,10 @@ class _Word:
             self.expands = True
         if "[" in chunk:
             self.bracket = True
-        if "~" in chunk and _TILDE_EXPANDS.search(chunk if at_start else chunk[1:]):
-            self.expands = True  # "~+", "~-", "~2" (at the start or after "=" or ":")
+        if "~" in chunk and (
+            (at_start and _TILDE_AT_START.match(chunk)) or _TILDE_INSIDE.search(chunk)
+        ):
+            self.expands = True
         for mark in _BRACE_MARK.finditer(chunk):
             c = mark.group()
             if c == "{":
@@ -277,7 +283,7 @@ def read_commands(text: str, accept: Accept) -> bool:
                     end = text.find("\n", i)
                     i = n if end < 0 else end
                     continue
-                if chunk.isdigit() and text.startswith(("<", ">"), i):
+                if _FD_NUMBER.fullmatch(chunk) and text.startswith(("<", ">"), i):
                     continue  # "2>": which descriptor is redirected never decides
                 word = _Word()
             assert word is not None

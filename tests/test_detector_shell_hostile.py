@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import time
 from collections.abc import Callable
 
 import pytest
@@ -243,3 +244,25 @@ def test_a_line_over_the_limit_is_not_read() -> None:
     assert not UNCACHED.is_read_only(just_over)
     work = _lines_executed(lambda: UNCACHED.is_read_only(megabyte))
     assert work == _lines_executed(lambda: UNCACHED.is_read_only(just_over)) < 10
+
+
+def _least_cpu_seconds(function: Callable[[], object], runs: int = 10) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.process_time()
+        function()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", [":;" * 2048, "ls;" * 1365, "ls\n" * 1365])
+def test_the_worst_lines_cost_a_few_times_shlex(line: str) -> None:
+    """docs/shell.md: the costliest 4 KB lines (thousands of short read-only commands) cost
+    2-3 times ``shlex.split`` of the same line in CPU time; the reader before issue #22
+    cost 6-9 times. The bound is 5 times, the least of ten runs each."""
+    assert len(line) <= MAX_COMMAND_LENGTH
+    assert UNCACHED.is_read_only(line)
+    cost = _least_cpu_seconds(lambda: UNCACHED.is_read_only(line))
+    baseline = _least_cpu_seconds(lambda: shlex.split(line))
+    assert cost <= 5 * baseline, (cost, baseline)

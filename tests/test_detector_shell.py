@@ -484,3 +484,138 @@ def test_a_str_subclass_is_read_as_its_text() -> None:
     assert is_read_only_command(Sneaky("git status")) is True
     assert is_read_only_command(b"ls") is False  # type: ignore[arg-type]
     assert is_read_only_command(None) is False  # type: ignore[arg-type]
+
+
+# Issue #22: the classes of destructive lines that read as polls. Each line here runs a
+# command, writes or sends something when bash runs it (test_detector_shell_bash.py runs
+# one of each class for real); the classifier must not call any of them read-only.
+NOT_READ_ONLY_BY_CLASS = {
+    "command runs its first word": [
+        "command rm -v -rf build", "command -p rm -v x", "command -- rm -v x", "command -x rm",
+    ],
+    "brace expansion": [
+        "find . {-exec,rm} {} +", "find . -name x -{delete,print}", "sed -e p {-i,} f",
+        "sort {-o,x} in", "uniq a{,b}", "uniq f{1..2}.txt", "find . {\"-exec\",rm} {} +",
+        "git log {--output=x,-1}",
+    ],
+    "parameter expansion": [
+        "find . ${X:--delete}", "find . \"${X:--delete}\"", "find .$IFS-delete", "find . $X",
+        "find . \"$X\"", "find . $1", "find . \"$@\"", "sed -n 1p $F", "find . ${X:=-delete}",
+        "tail ${a[0]}", "tail ${!X}", "echo ${#X}", "echo $[1+1]", "echo $\"x\"", "$X f",
+        "\"$X\" f", "timeout $T cat x", "env $X", "nice $X", "bash -c \"$X\"", "watch $X",
+        "ls | xargs $X", "find . ~+", "kubectl logs $POD", "git log -- $F",
+    ],
+    "pathname expansion": [
+        "uniq *.txt", "uniq [ab]", "sed -n 1p *", "sort *", "find / -name java*",
+        "git log -- *", "cat > *.txt",
+    ],
+    "builtins that run commands": ["jobs -x rm x", "jobs -lx rm x"],
+    "not descriptors": ["\u00b2<x", "\u0663>/dev/null"],  # a program named "²" runs
+    "arithmetic-subscript injection": [
+        "printf -v 'a[$(rm x)]' y", "printf -vx '%s' y", "test -v 'a[$(rm x)]'",
+        "[ -v 'a[$(rm x)]' ]", "[[ -v x ]]", "[[ 'a[$(rm x)]' -eq 0 ]]", "[[ n -gt 0 ]]",
+        "[[ 1 -eq n ]]", "[[ $n -lt 1 ]]", "wait -n -p 'a[$(rm x)]'", "wait -pn x",
+        "echo ${X@P}", "echo \"${X@P}\"", "ls {a['$(rm x)']}>/dev/null",
+    ],
+    "GNU long-option abbreviations": [
+        "sort --outp=x in", "sort --o x in", "sort --compress-p=gzip in", "date --se=2020",
+        "date --s 2020", "git grep --open=rm x", "git grep --op=rm x", "ss --ki dst x",
+        "ss --di=f", "ag --pag=x y", "less --log=x f", "less --LOG-F=x f", "file --comp -m x",
+        "git diff --outp=x", "git config --list --unset-al x", "git config --get --rem x",
+        "pip list --lo x",
+    ],
+    "short-option clusters": [
+        "git grep -iOrm x", "tree -ao x", "tree -aR", "sort -uo x in", "date -us 2020",
+        "file -bC -m x", "ss -tK dst x", "less -So x f", "gh api -iXDELETE x",
+        "gh api -Xdelete x", "gh api -X=DELETE x", "gh api -iX DELETE x", "gh api -if t=x y",
+        "gh api -iF t=x y", "docker compose config -qo x",
+    ],
+    "global options of read-only sub-commands": [
+        "pip list --log x", "pip3 show --log x requests", "pip freeze --log=x",
+        "pip check --log x", "pip list --python=/bin/evil", "pip list --cache-dir=x",
+        "PIP_LOG=x pip list", "PYTHONPATH=x pip list", "gh api --input f x",
+        "gh api --meth=DELETE x", "kubectl --profile=cpu get pods", "git config set x y",
+    ],
+}  # fmt: skip
+
+STILL_READ_ONLY = [
+    # expanding words as arguments of programs that read whatever they are given
+    "ls *.py", "wc -l src/*.py", "grep -n x ./a/*.py", "tail -f $LOG", "cat \"$HOME/x\"",
+    "echo $?", "grep -rn x \"$DIR\"", "cd \"$REPO\" && git log -3", "ls {a,b}", "echo ${X}",
+    "find . -name '*.py' | xargs grep -l x", "watch -n 5 'tail -3 $LOG'",
+    # tildes read the home directory; ~ and braces inside words that do not expand
+    "cat ~/.bashrc", "find ~ -name x", "cd ~/repo && git status", "git show stash@{0}",
+    "git log @{u}..HEAD", "git diff HEAD~1",
+    # quoted, so literal
+    "echo '$(id)'", "grep '`' f", "echo \"a\\$b\"", "awk '{print $1}' f", "sed -n '5,$p' f",
+    # the same programs, read-only options
+    "command -v git", "command -pv git", "command -V ls", "sort -t o in", "date -d yesterday",
+    "date -ud yesterday +%s", "date -Iseconds", "ss -tlnp", "git grep -in x",
+    "gh api -X GET x", "gh api -iXGET x", "gh api --method=GET x", "gh api -H 'A: b' --jq .a x",
+    "pip list --format=json", "pip show -f requests", "pip list -o", "git config get x",
+    "git config --global --get user.email", "git config -l", "[[ 1 -eq 1 ]]",
+    "[[ -f x ]]", "[ -d x ]", "wait", "wait -n", "wait %1", "jobs -l", "printf -- '-%s' x",
+    "tree -L 2", "less -R f", "file -b f", "kubectl get pods -o wide",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "command",
+    [line for lines in NOT_READ_ONLY_BY_CLASS.values() for line in lines],
+)
+def test_issue_22_classes_are_not_read_only(command: str) -> None:
+    assert is_read_only_command(command) is False
+
+
+@pytest.mark.parametrize("command", STILL_READ_ONLY)
+def test_issue_22_polls_stay_read_only(command: str) -> None:
+    assert is_read_only_command(command) is True
+
+
+DANGEROUS_LONG_OPTIONS = {
+    "sort": ["--output", "--compress-program"],
+    "date": ["--set"],
+    "ss": ["--kill", "--diag"],
+    "ag": ["--pager"],
+    "less": ["--log-file", "--LOG-FILE"],
+    "file": ["--compile"],
+    "tree": ["--output"],
+    "git grep": ["--open-files-in-pager", "--output"],
+    "git log": ["--output"],
+    "kubectl get": ["--log-file", "--log-dir", "--profile"],
+    "docker compose config": ["--output"],
+}
+
+
+@pytest.mark.parametrize("program", DANGEROUS_LONG_OPTIONS)
+def test_every_abbreviation_of_a_dangerous_long_option_is_refused(program: str) -> None:
+    for option in DANGEROUS_LONG_OPTIONS[program]:
+        for end in range(3, len(option) + 1):
+            prefix = option[:end]
+            assert not is_read_only_command(f"{program} {prefix}=x f"), prefix
+            assert not is_read_only_command(f"{program} {prefix} x f"), prefix
+
+
+# program, dangerous letters, letters that take a value (and so end a cluster)
+DANGEROUS_SHORT_OPTIONS = [
+    ("sort", "o", "kStTy"),
+    ("tree", "oR", ""),
+    ("ss", "KD", "AfFN"),
+    ("date", "s", "dfrI"),
+    ("file", "C", "efFmP"),
+    ("less", "oO", ""),
+    ("git grep", "O", ""),
+    ("docker compose config", "o", ""),
+]
+
+
+@pytest.mark.parametrize(("program", "dangerous", "takes_value"), DANGEROUS_SHORT_OPTIONS)
+def test_a_dangerous_letter_anywhere_in_a_cluster_is_refused(
+    program: str, dangerous: str, takes_value: str
+) -> None:
+    harmless = [c for c in "abcehilnqruvz" if c not in dangerous + takes_value]
+    for letter in dangerous:
+        for before in ("", harmless[0], "".join(harmless[:3])):
+            for after in ("", harmless[-1]):
+                cluster = f"-{before}{letter}{after}"
+                assert not is_read_only_command(f"{program} {cluster} x f"), cluster

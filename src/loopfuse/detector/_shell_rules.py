@@ -7,6 +7,10 @@ only run another command (``timeout``, ``nice``, ``time``, ``env``, ``command``,
 sub-command whose arguments pass its guard (:mod:`._shell_programs`)? Command lines given
 to ``bash -c`` or ``watch`` are read again, at most :data:`MAX_NESTING` levels deep, so the
 work stays linear in the length of the outer line.
+
+A word that expands (``$X``, ``*.py``, ``{a,b}``) may become any words at all, so it may
+only be an argument of a program in :data:`ANY_ARGUMENTS`, after that program's name: not
+the program, not a wrapper's option or command line, not anything a guard has to read.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Final
 
 from loopfuse.detector._shell_lex import read_commands
 from loopfuse.detector._shell_programs import (
+    ANY_ARGUMENTS,
     OPTION_SPECS,
     PROGRAM_GUARDS,
     SUB_COMMAND_GUARDS,
@@ -42,18 +47,13 @@ _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 # front of a command makes the command unreadable. A pager may still be set to a pager.
 _RISKY_VARIABLE: Final = re.compile(
     r"(?:PATH|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|PS4|IFS|RIPGREP_CONFIG_PATH"
-    r"|(?:LD|DYLD|BASH_FUNC|GIT|LESS)\w*|\w*(?:PAGER|EDITOR|VISUAL|BROWSER|_COMMAND))\+?="
+    r"|GCONV_PATH|(?:LD|DYLD|BASH_FUNC|GIT|LESS|PIP|PYTHON)\w*"
+    r"|\w*(?:PAGER|EDITOR|VISUAL|BROWSER|_COMMAND))\+?="
 )
 _PAGER_ASSIGNMENT: Final = re.compile(r"\w*PAGER=(?:cat|less|more)?")
 _TRUSTED_DIRS: Final = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"})
 _SHELLS: Final = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
 _SHELL_FLAGS: Final = frozenset("lexuvco")
-# xargs appends words read from its input, which nobody has seen: only programs that stay
-# read-only whatever options and files they are given may run under it.
-_XARGS_SAFE: Final = frozenset(
-    ("cat", "head", "tail", "grep", "egrep", "fgrep", "wc", "ls", "stat", "md5sum", "sha1sum",
-     "sha256sum", "sha512sum", "echo", "basename", "dirname", "realpath", "readlink", "du")
-)  # fmt: skip
 
 
 def compile_commands(entries: Iterable[str], setting: str = "read_only_commands") -> CommandTable:
@@ -88,11 +88,16 @@ def line_is_read_only(text: str, table: CommandTable, depth: int = 0) -> bool:
     """True when every simple command of ``text`` is read-only under ``table``."""
     if depth > MAX_NESTING:
         return False
-    return read_commands(text, lambda argv: _command_is_read_only(argv, table, depth))
+    return read_commands(
+        text, lambda argv, expanding: _command_is_read_only(argv, expanding, table, depth)
+    )
 
 
-def _command_is_read_only(argv: list[str], table: CommandTable, depth: int) -> bool:
+def _command_is_read_only(
+    argv: list[str], expanding: Sequence[int], table: CommandTable, depth: int
+) -> bool:
     start = 0
+    # An assignment's value is one word whatever it expands to (no splitting, no globs).
     while start < len(argv) and (argv[start] == "!" or _ASSIGNMENT.match(argv[start])):
         if not _assignment_is_harmless(argv[start]):
             return False
@@ -101,7 +106,8 @@ def _command_is_read_only(argv: list[str], table: CommandTable, depth: int) -> b
         return True  # only safe redirections ("< f")
     if start == len(argv):
         return False  # "X=1" alone sets a variable of the shell
-    return _argv_is_read_only(argv[start:], table, depth)
+    first_expanding = next((i - start for i in expanding if i >= start), len(argv) - start)
+    return _argv_is_read_only(argv[start:], first_expanding, table, depth)
 
 
 def _assignment_is_harmless(word: str) -> bool:
@@ -119,19 +125,28 @@ def _program(word: str) -> str:
     return name if directory in _TRUSTED_DIRS else word
 
 
-def _argv_is_read_only(argv: list[str], table: CommandTable, depth: int) -> bool:
+def _argv_is_read_only(
+    argv: list[str], first_expanding: int, table: CommandTable, depth: int
+) -> bool:
+    """``argv[first_expanding]`` is the first expanding word (``len(argv)``: none)."""
     i = 0  # argv[i] is the program; a wrapper moves i to the program it runs
-    while i < len(argv):
+    while i < min(len(argv), first_expanding):
         program = _program(argv[i])
         wrapper = _WRAPPERS.get(program)
         if wrapper is None:
+            if first_expanding < len(argv) and program not in ANY_ARGUMENTS:
+                return False
             return _program_is_read_only(program, argv[i + 1 :], table)
         inner = wrapper(argv, i + 1)
+        if isinstance(inner, bool | str) and first_expanding < len(argv):
+            return False  # what it runs, or its command line, is not all on the line
         if isinstance(inner, bool):
             return inner
         if isinstance(inner, str):
             return line_is_read_only(inner, table, depth + 1)
-        if program == "xargs" and _program(argv[inner]) not in _XARGS_SAFE:
+        if program == "xargs" and (
+            inner >= first_expanding or _program(argv[inner]) not in ANY_ARGUMENTS
+        ):
             return False
         i = inner
     return False
@@ -225,7 +240,7 @@ _TIMEOUT: Final = _Options(
 )
 _NICE: Final = _Options("", "-n --adjustment")
 _TIME: Final = _Options("-p --portability -v --verbose -q --quiet", "-f --format")
-_COMMAND: Final = _Options("-p")
+_COMMAND_LETTERS: Final = frozenset("pvV")
 _STDBUF: Final = _Options("", "-i -o -e --input --output --error")
 _ENV: Final = _Options("-i --ignore-environment -0 --null -v --debug", "-u --unset -C --chdir")
 _XARGS: Final = _Options(
@@ -257,9 +272,18 @@ def _time(argv: Sequence[str], i: int) -> Inner:
 
 
 def _command(argv: Sequence[str], i: int) -> Inner:
-    if any(arg in ("-v", "-V") for arg in argv[i : i + 2]):
-        return True  # "command -v git" looks a name up
-    return _runs(argv, _COMMAND.skip(argv, i))
+    """``command [-pvV] name …``: with ``-v`` or ``-V`` among its own options it looks
+    the names up; otherwise it runs ``name`` (``command rm -v x`` removes x)."""
+    looks_up = False
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        i += 1
+        if argv[i - 1] == "--":
+            break
+        letters = argv[i - 1][1:]
+        if not _COMMAND_LETTERS.issuperset(letters):
+            return False
+        looks_up = looks_up or "v" in letters or "V" in letters
+    return True if looks_up else _runs(argv, i)
 
 
 def _stdbuf(argv: Sequence[str], i: int) -> Inner:

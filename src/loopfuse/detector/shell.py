@@ -74,12 +74,11 @@ COMMAND_KEYS: Final[tuple[str, ...]] = (
 MAX_COMMAND_LENGTH: Final = 4096
 """Longest command line (characters) that is read; a longer one is state-changing.
 
-Reading costs about 0.5 ms per KiB (shlex is pure Python) and a single long quoted word
-costs more than its share; real read-only polls are far shorter (docs/shell.md)."""
+Reading is one linear pass: the costliest 4 KiB lines (thousands of short commands) take
+a few milliseconds, and real read-only polls are far shorter (docs/shell.md)."""
 
 _MAX_JSON_ARGUMENTS: Final = 65536  # an arguments string parsed to find its command
-# shlex builds each word one character at a time, so one long word costs quadratic time:
-# the limit itself is bounded (64 KiB: about 0.1 s for the worst line, docs/shell.md).
+# The limit itself is bounded: at 64 KiB the worst line costs about 0.1 s (docs/shell.md).
 _LONGEST_LIMIT: Final = 65536
 
 

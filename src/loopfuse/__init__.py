@@ -19,49 +19,53 @@ True
 
 from __future__ import annotations
 
-from loopfuse import intent
-from loopfuse.breaker import LoopBreaker, LoopBroken, LoopDecision
-from loopfuse.dedup import (
-    CachedResponse,
-    DedupCache,
-    DedupStats,
-    RequestKey,
-    SingleFlightReentryError,
-    SingleFlightTimeoutError,
-)
-from loopfuse.detector import (
-    BatchRecord,
-    BatchRecordError,
-    DetectorSettings,
-    LoopDetected,
-    LoopDetector,
-    RepeatOutcome,
-    Replay,
-    StagnationDetected,
-    StagnationDetector,
-    ToolCall,
-    Verdict,
-    batch_signature,
-    is_contentless,
-    is_costly_batch,
-    is_digest,
-    is_observation_batch,
-    looks_like_error,
-    normalize_answer,
-    results_digest,
-    scan,
-    scan_intent,
-)
-from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
-from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent, log_events
-from loopfuse.stores import (
-    AsyncBreakerStore,
-    AsyncCacheStore,
-    BreakerStore,
-    CacheStore,
-    StoredEntry,
-    StoreUnavailableError,
-)
+import importlib
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:  # the names, for type checkers; at run time they load on first use
+    from loopfuse import intent
+    from loopfuse.breaker import LoopBreaker, LoopBroken, LoopDecision
+    from loopfuse.dedup import (
+        CachedResponse,
+        DedupCache,
+        DedupStats,
+        RequestKey,
+        SingleFlightReentryError,
+        SingleFlightTimeoutError,
+    )
+    from loopfuse.detector import (
+        BatchRecord,
+        BatchRecordError,
+        DetectorSettings,
+        LoopDetected,
+        LoopDetector,
+        RepeatOutcome,
+        Replay,
+        StagnationDetected,
+        StagnationDetector,
+        ToolCall,
+        Verdict,
+        batch_signature,
+        is_contentless,
+        is_costly_batch,
+        is_digest,
+        is_observation_batch,
+        looks_like_error,
+        normalize_answer,
+        results_digest,
+        scan,
+        scan_intent,
+    )
+    from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
+    from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent, log_events
+    from loopfuse.stores import (
+        AsyncBreakerStore,
+        AsyncCacheStore,
+        BreakerStore,
+        CacheStore,
+        StoredEntry,
+        StoreUnavailableError,
+    )
 
 __version__ = "0.1.0.dev0"
 
@@ -115,8 +119,72 @@ __all__ = [
 ]
 
 
+# Each public name and the module that defines it, imported on first use (PEP 562), so
+# that a process that needs one part (``loopfuse hook`` needs the detector only) does
+# not pay for the others: ``from loopfuse import X`` and ``loopfuse.X`` work as before.
+_LAZY: Final[dict[str, str]] = {
+    "AsyncBreakerStore": "loopfuse.stores",
+    "AsyncCacheStore": "loopfuse.stores",
+    "BatchRecord": "loopfuse.detector",
+    "BatchRecordError": "loopfuse.detector",
+    "BreakerStore": "loopfuse.stores",
+    "CacheStore": "loopfuse.stores",
+    "CachedResponse": "loopfuse.dedup",
+    "ConfigError": "loopfuse.errors",
+    "DedupCache": "loopfuse.dedup",
+    "DedupStats": "loopfuse.dedup",
+    "DetectorSettings": "loopfuse.detector",
+    "EventAction": "loopfuse.events",
+    "EventCallback": "loopfuse.events",
+    "EventSink": "loopfuse.events",
+    "GuardEvent": "loopfuse.events",
+    "InvalidInputError": "loopfuse.errors",
+    "LoopBreaker": "loopfuse.breaker",
+    "LoopBroken": "loopfuse.breaker",
+    "LoopDecision": "loopfuse.breaker",
+    "LoopDetected": "loopfuse.detector",
+    "LoopDetector": "loopfuse.detector",
+    "LoopfuseError": "loopfuse.errors",
+    "RepeatOutcome": "loopfuse.detector",
+    "Replay": "loopfuse.detector",
+    "RequestKey": "loopfuse.dedup",
+    "SingleFlightReentryError": "loopfuse.dedup",
+    "SingleFlightTimeoutError": "loopfuse.dedup",
+    "StagnationDetected": "loopfuse.detector",
+    "StagnationDetector": "loopfuse.detector",
+    "StoreUnavailableError": "loopfuse.stores",
+    "StoredEntry": "loopfuse.stores",
+    "ToolCall": "loopfuse.detector",
+    "Verdict": "loopfuse.detector",
+    "batch_signature": "loopfuse.detector",
+    "intent": "loopfuse.intent",
+    "is_contentless": "loopfuse.detector",
+    "is_costly_batch": "loopfuse.detector",
+    "is_digest": "loopfuse.detector",
+    "is_observation_batch": "loopfuse.detector",
+    "log_events": "loopfuse.events",
+    "looks_like_error": "loopfuse.detector",
+    "normalize_answer": "loopfuse.detector",
+    "results_digest": "loopfuse.detector",
+    "scan": "loopfuse.detector",
+    "scan_intent": "loopfuse.detector",
+}
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module the first time it is asked for."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopfuse' has no attribute {name!r}")
+    value = importlib.import_module(module)
+    if name != "intent":
+        value = getattr(value, name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
 def __dir__() -> list[str]:
     """What ``dir()`` shows: the public API, not the imports and helpers."""
     from loopfuse._api import public_dir
 
-    return public_dir(globals())
+    return public_dir({**globals(), **dict.fromkeys(_LAZY)})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopfuse.cli.main import main
+from loopfuse.cli.entry import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

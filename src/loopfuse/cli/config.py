@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Final
 
 from loopfuse import DedupCache, LoopBreaker
-from loopfuse.cli.options import Option, parse_value
+from loopfuse.cli.options import (
+    GUARDS,
+    OPTIONS,
+    Option,
+    detector_arguments,
+    load_toml,
+    parse_value,
+)
 from loopfuse.cli.tokens import Price
 from loopfuse.detector import LoopDetector
 from loopfuse.detector.settings import default_settings
@@ -43,9 +48,6 @@ __all__ = [
     "load_toml",
     "parse_value",
 ]
-
-GUARDS: Final = ("breaker", "detector", "dedup")
-"""The guards a scan runs, in the order the report lists them."""
 
 _BREAKER: Final = LoopBreaker()
 _D: Final = default_settings()  # what LoopDetector() runs with
@@ -96,71 +98,6 @@ class Settings:
     price_per_mtok: Price | None = None
 
 
-OPTIONS: Final = (
-    Option("guards", "names", "guards to run", "scan", GUARDS),
-    Option("window", "seconds", "breaker: sliding window, seconds", "breaker"),
-    Option("max_repeats", "int", "breaker: identical requests a window may hold", "breaker"),
-    Option("max_strikes", "int?", "identical batches allowed in a row (none: off)", "detector"),
-    Option(
-        "max_observation_steps",
-        "int?",
-        "the same, for read-only tools; also the ceiling (none: off)",
-        "detector",
-    ),
-    Option("max_cycle_period", "int", "longest cycle looked for (<2: off)", "detector"),
-    Option("max_cycle_laps", "int", "laps of a cycle allowed", "detector"),
-    Option("max_error_streak", "count?", "the same error allowed in a row (none: off)", "detector"),
-    Option(
-        "max_near_repeats",
-        "count?",
-        "near-identical calls allowed in a row (none: off)",
-        "detector",
-    ),
-    Option(
-        "max_unchanged_checks",
-        "count?",
-        "runs of a check unchanged by edits allowed (none: off)",
-        "detector",
-    ),
-    Option("error_storm", "pair?", "ERRORS,CALLS: that many of the last calls failed", "detector"),
-    Option("max_stagnation_steps", "int?", "same prose answer allowed (none: off)", "detector"),
-    Option("error_aware", "bool", "a repeated error is refused one repeat earlier", "detector"),
-    Option(
-        "normalize_answers", "bool", "answers differing only in noise count as the same", "detector"
-    ),
-    Option("detector_window", "int", "tool-call batches the detector remembers", "detector"),
-    Option("observation_tools", "names", "more read-only tool names", "detector"),
-    Option("costly_tools", "names", "more costly read-only tool names", "detector"),
-    Option(
-        "shell_tools", "names", "more shell tool names (their command lines are read)", "detector"
-    ),
-    Option("read_only_commands", "names", "more read-only command patterns", "detector"),
-    Option("tool_limits", "limits", "NAME=N,...: per-tool caps on identical calls", "detector"),
-    Option("ignore_tools", "names", "tools never counted", "detector"),
-    Option("cache_ttl", "seconds", "seconds an answer stays cached", "dedup"),
-    Option("cache_capacity", "int", "answers the cache holds", "dedup"),
-    Option("cache_streams", "bool", "cache streamed answers too", "dedup"),
-    Option("cache_sampled", "bool", "serve sampled requests (temperature > 0) too", "dedup"),
-    Option(
-        "turn_seconds",
-        "seconds",
-        "replay: fake-clock seconds per request without a time of its own",
-        "scan",
-    ),
-    Option("path", "str", "replay: request path for bodies that carry none", "scan"),
-    Option("format", "choice", "output format", "output", ("text", "json", "markdown", "html")),
-    Option("color", "choice", "colour in text output", "output", ("auto", "always", "never")),
-    Option("progress", "bool", "progress bar on stderr (only on a terminal)", "output"),
-    Option("verbose", "bool", "list clean runs too, and every finding in full", "output"),
-    Option(
-        "price_per_mtok",
-        "price?",
-        "dollars per million tokens (IN or IN,OUT): what was not spent, in money",
-        "output",
-    ),
-)
-"""Every option, in the order ``--help`` lists them."""
-
 _BY_NAME: Final = {option.name: option for option in OPTIONS}
 
 
@@ -184,55 +121,10 @@ def apply(values: Mapping[str, object], base: Settings, source: str) -> Settings
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
-def load_toml(path: Path) -> dict[str, object]:
-    """The option table of a TOML file; ``ConfigError`` naming the file when unusable.
-
-    The table is ``[tool.loopfuse]`` if present, else ``[loopfuse]``, else the top level.
-    """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a folder, not a TOML file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    table: object = data
-    tool = data.get("tool")
-    if isinstance(tool, dict) and isinstance(tool.get("loopfuse"), dict):
-        table = tool["loopfuse"]
-    elif isinstance(data.get("loopfuse"), dict):
-        table = data["loopfuse"]
-    assert isinstance(table, dict)
-    return {str(key): value for key, value in table.items()}
-
-
 def detector_of(settings: Settings) -> LoopDetector:
     """The :class:`~loopfuse.detector.LoopDetector` these settings describe."""
-    return LoopDetector(
-        max_strikes=settings.max_strikes,
-        observation_tools=(*_D.observation_tools, *settings.observation_tools),
-        max_observation_steps=settings.max_observation_steps,
-        costly_tools=(*_D.costly_tools, *settings.costly_tools),
-        shell_tools=(*_D.shell_tools, *settings.shell_tools),
-        read_only_commands=(*_D.read_only_commands, *settings.read_only_commands),
-        max_cycle_period=settings.max_cycle_period,
-        max_cycle_laps=settings.max_cycle_laps,
-        normalize_answers=settings.normalize_answers,
-        error_aware=settings.error_aware,
-        max_error_streak=settings.max_error_streak,
-        max_near_repeats=settings.max_near_repeats,
-        max_unchanged_checks=settings.max_unchanged_checks,
-        error_storm=settings.error_storm,
-        max_stagnation_steps=settings.max_stagnation_steps,
-        tool_limits=dict(settings.tool_limits),
-        ignore_tools=settings.ignore_tools,
-        window=settings.detector_window,
-    )
+    values = {o.name: getattr(settings, o.name) for o in OPTIONS if o.group == "detector"}
+    return LoopDetector(**detector_arguments(values))  # type: ignore[arg-type]
 
 
 def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:

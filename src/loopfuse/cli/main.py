@@ -1,4 +1,5 @@
-"""``loopfuse``: the command line. ``loopfuse scan PATH...`` and ``loopfuse demo``.
+"""``loopfuse``: the command line. ``loopfuse scan PATH...`` and ``loopfuse demo``
+(``loopfuse hook`` and ``loopfuse init``: :mod:`loopfuse.cli.hook`, :mod:`loopfuse.cli.init`).
 
 Exit status (a CI gate can test for 1):
 
@@ -95,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
                 choices=option.choices if option.kind == "choice" else None,
                 help=help_text,
             )
+    # `hook` and `init` are run by loopfuse.cli.entry before this parser is built; they
+    # are listed here so that `loopfuse --help` shows them.
+    commands.add_parser(
+        "hook",
+        help="guard a coding-agent CLI's tool calls (run by Claude Code, Codex, Gemini CLI)",
+        add_help=False,
+    )
     demo_parser = commands.add_parser(
         "demo", help="scan the bundled example transcripts and explain the result"
     )
@@ -116,9 +124,14 @@ def _shown(default: object) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see the module docstring)."""
+    args_given = list(sys.argv[1:] if argv is None else argv)
+    if args_given[:1] == ["hook"]:
+        from loopfuse.cli.entry import main as entry
+
+        return entry(args_given)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(args_given)
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else 2
     stdout, stderr = sys.stdout, sys.stderr

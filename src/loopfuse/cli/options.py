@@ -15,12 +15,16 @@ loopfuse.errors.ConfigError: must be a positive number of seconds, got '0'
 from __future__ import annotations
 
 import math
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
 
 from loopfuse.cli.tokens import Price
 from loopfuse.errors import ConfigError
 
-__all__ = ["Option", "parse_value"]
+__all__ = ["GUARDS", "OPTIONS", "Option", "detector_arguments", "load_toml", "parse_value"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,102 @@ class Option:
     def flag(self) -> str:
         """The command-line spelling, e.g. ``--max-strikes``."""
         return "--" + self.name.replace("_", "-")
+
+
+GUARDS: Final = ("breaker", "detector", "dedup")
+"""The guards a scan runs, in the order the report lists them."""
+
+OPTIONS: Final = (
+    Option("guards", "names", "guards to run", "scan", GUARDS),
+    Option("window", "seconds", "breaker: sliding window, seconds", "breaker"),
+    Option("max_repeats", "int", "breaker: identical requests a window may hold", "breaker"),
+    Option("max_strikes", "int?", "identical batches allowed in a row (none: off)", "detector"),
+    Option(
+        "max_observation_steps",
+        "int?",
+        "the same, for read-only tools; also the ceiling (none: off)",
+        "detector",
+    ),
+    Option("max_cycle_period", "int", "longest cycle looked for (<2: off)", "detector"),
+    Option("max_cycle_laps", "int", "laps of a cycle allowed", "detector"),
+    Option("max_error_streak", "count?", "the same error allowed in a row (none: off)", "detector"),
+    Option(
+        "max_near_repeats",
+        "count?",
+        "near-identical calls allowed in a row (none: off)",
+        "detector",
+    ),
+    Option(
+        "max_unchanged_checks",
+        "count?",
+        "runs of a check unchanged by edits allowed (none: off)",
+        "detector",
+    ),
+    Option("error_storm", "pair?", "ERRORS,CALLS: that many of the last calls failed", "detector"),
+    Option("max_stagnation_steps", "int?", "same prose answer allowed (none: off)", "detector"),
+    Option("error_aware", "bool", "a repeated error is refused one repeat earlier", "detector"),
+    Option(
+        "normalize_answers", "bool", "answers differing only in noise count as the same", "detector"
+    ),
+    Option("detector_window", "int", "tool-call batches the detector remembers", "detector"),
+    Option("observation_tools", "names", "more read-only tool names", "detector"),
+    Option("costly_tools", "names", "more costly read-only tool names", "detector"),
+    Option(
+        "shell_tools", "names", "more shell tool names (their command lines are read)", "detector"
+    ),
+    Option("read_only_commands", "names", "more read-only command patterns", "detector"),
+    Option("tool_limits", "limits", "NAME=N,...: per-tool caps on identical calls", "detector"),
+    Option("ignore_tools", "names", "tools never counted", "detector"),
+    Option("cache_ttl", "seconds", "seconds an answer stays cached", "dedup"),
+    Option("cache_capacity", "int", "answers the cache holds", "dedup"),
+    Option("cache_streams", "bool", "cache streamed answers too", "dedup"),
+    Option("cache_sampled", "bool", "serve sampled requests (temperature > 0) too", "dedup"),
+    Option(
+        "turn_seconds",
+        "seconds",
+        "replay: fake-clock seconds per request without a time of its own",
+        "scan",
+    ),
+    Option("path", "str", "replay: request path for bodies that carry none", "scan"),
+    Option("format", "choice", "output format", "output", ("text", "json", "markdown", "html")),
+    Option("color", "choice", "colour in text output", "output", ("auto", "always", "never")),
+    Option("progress", "bool", "progress bar on stderr (only on a terminal)", "output"),
+    Option("verbose", "bool", "list clean runs too, and every finding in full", "output"),
+    Option(
+        "price_per_mtok",
+        "price?",
+        "dollars per million tokens (IN or IN,OUT): what was not spent, in money",
+        "output",
+    ),
+)
+"""Every option, in the order ``--help`` lists them."""
+
+
+def load_toml(path: Path) -> dict[str, object]:
+    """The option table of a TOML file; ``ConfigError`` naming the file when unusable.
+
+    The table is ``[tool.loopfuse]`` if present, else ``[loopfuse]``, else the top level.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a TOML file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    table: object = data
+    tool = data.get("tool")
+    if isinstance(tool, dict) and isinstance(tool.get("loopfuse"), dict):
+        table = tool["loopfuse"]
+    elif isinstance(data.get("loopfuse"), dict):
+        table = data["loopfuse"]
+    assert isinstance(table, dict)
+    return {str(key): value for key, value in table.items()}
 
 
 def parse_value(option: Option, raw: object) -> object:
@@ -161,3 +261,34 @@ def _names(option: Option, raw: object) -> tuple[str, ...]:
                 f"must name some of {', '.join(option.choices)}, got {', '.join(unknown) or '[]'}"
             )
     return names
+
+
+def detector_arguments(values: Mapping[str, object]) -> dict[str, object]:
+    """:class:`~loopfuse.detector.LoopDetector` keyword arguments from parsed detector
+    options (option name → value; a missing option keeps the detector's default). The
+    tool lists are *added* to the detector's own (see :class:`~loopfuse.cli.config.Settings`).
+
+    >>> detector_arguments({"max_strikes": 2, "detector_window": 10, "tool_limits": (("x", 1),)})
+    {'max_strikes': 2, 'window': 10, 'tool_limits': {'x': 1}}
+    """
+    from loopfuse.detector.settings import default_settings
+
+    defaults = default_settings()
+    arguments: dict[str, object] = {}
+    for name, value in values.items():
+        if name in _ADDED_TO_DEFAULTS:
+            assert isinstance(value, tuple)
+            arguments[name] = (*getattr(defaults, name), *value)
+        elif name == "tool_limits":
+            assert isinstance(value, tuple)
+            arguments[name] = dict(value)
+        elif name == "detector_window":
+            arguments["window"] = value
+        else:
+            arguments[name] = value
+    return arguments
+
+
+_ADDED_TO_DEFAULTS: Final = frozenset(
+    {"observation_tools", "costly_tools", "shell_tools", "read_only_commands"}
+)

@@ -1,0 +1,235 @@
+"""The three coding-agent CLIs ``loopfuse hook`` guards: what each sends to a hook, and
+how each wants to be answered.
+
+Claude Code, Codex and Gemini CLI run a command before and after every tool call, with
+one JSON object on stdin. :func:`parse_event` reads it into a :class:`HookEvent` (the CLI
+is told apart by the payload: Gemini's events are ``BeforeTool``/``AfterTool``, Codex's
+carry a ``turn_id``); :func:`render` writes the answer (allow, a note for the model, a
+refusal, or the end of the session) in that CLI's own format.
+
+Facts these rely on (observed with Claude Code 2.1, Codex 0.169, Gemini CLI 0.61):
+
+- a refusal is JSON on stdout with exit status 0: ``permissionDecision: "deny"`` in
+  ``hookSpecificOutput`` (Claude Code, Codex; exit status 2 would show the model the
+  hook's command line), ``{"decision": "deny"}`` (Gemini CLI);
+- a note reaches the model as ``additionalContext`` from an after-tool event;
+- Claude Code ends a session on ``continue: false`` from PreToolUse (with the deny, or
+  the call runs once more) but ignores it in PostToolUseFailure; Gemini CLI honours it
+  from BeforeTool; **Codex cannot be ended by a hook**: ``continue: false`` with a deny
+  makes it run the command, so it is never sent to Codex.
+
+>>> event = parse_event({"hook_event_name": "BeforeTool", "session_id": "s",
+...     "tool_name": "run_shell_command", "tool_input": {"command": "ls", "description": "x"}})
+>>> event.agent, event.phase, event.tool_input
+('gemini', 'before', {'command': 'ls'})
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+__all__ = [
+    "AFTER_EVENTS",
+    "AGENTS",
+    "BEFORE_EVENTS",
+    "Action",
+    "HookEvent",
+    "HookPayloadError",
+    "can_end_session",
+    "parse_event",
+    "render",
+]
+
+Agent = Literal["claude-code", "codex", "gemini"]
+Action = Literal["allow", "note", "deny", "end"]
+
+AGENTS: Final[tuple[Agent, ...]] = ("claude-code", "codex", "gemini")
+"""The CLIs, as ``--agent`` names them."""
+
+BEFORE_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
+    "claude-code": ("PreToolUse",),
+    "codex": ("PreToolUse",),
+    "gemini": ("BeforeTool",),
+}
+"""Each CLI's hook events that come before a tool call."""
+
+AFTER_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
+    "claude-code": ("PostToolUse", "PostToolUseFailure"),
+    "codex": ("PostToolUse",),
+    "gemini": ("AfterTool",),
+}
+"""Each CLI's hook events that come after a tool call (with its answer)."""
+
+# Shell tools whose ``description`` is the model's prose about the command, not the call:
+# the same command with another description is the same call.
+_DESCRIBED_SHELLS: Final = frozenset({"Bash", "run_shell_command", "shell", "exec_command"})
+# Gemini CLI's shell answer names the process group, a number new on every call.
+_VOLATILE_LINE: Final = re.compile(r"^(?:Process Group PGID|Background PIDs): .*$\n?", re.M)
+_GEMINI_EXIT: Final = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+_CLAUDE_EXIT: Final = re.compile(r"\AExit code (\d+)\b")
+
+
+class HookPayloadError(ValueError):
+    """What a CLI sent is not a tool event this hook can read (the call is allowed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookEvent:
+    """One hook invocation, read: which CLI, before or after which tool call.
+
+    ``answer`` and ``error`` are set after a call: the answer's text (or JSON value) with
+    its volatile parts removed, and whether the call failed (``None``: not known).
+    """
+
+    agent: Agent
+    phase: Literal["before", "after"]
+    event_name: str
+    session: str
+    tool_name: str
+    tool_input: object
+    call_id: str | None = None
+    answer: object = None
+    error: bool | None = None
+    exit_code: int | None = None
+
+
+def _agent_of(payload: dict[str, object], event_name: str) -> Agent:
+    if event_name in ("BeforeTool", "AfterTool"):
+        return "gemini"
+    if "turn_id" in payload:
+        return "codex"
+    return "claude-code"
+
+
+def parse_event(payload: object, agent: str | None = None) -> HookEvent:
+    """The tool event in ``payload`` (a CLI's hook input); ``agent`` forces the CLI.
+
+    Raises :class:`HookPayloadError` for anything that is not a before- or after-tool
+    event of the CLI.
+    """
+    if not isinstance(payload, dict):
+        raise HookPayloadError("the hook input is not a JSON object")
+    event_name = payload.get("hook_event_name")
+    if not isinstance(event_name, str):
+        raise HookPayloadError("the hook input has no hook_event_name")
+    who: Agent
+    if agent is None:
+        who = _agent_of(payload, event_name)
+    elif agent in AGENTS:
+        who = agent
+    else:
+        raise HookPayloadError(f"unknown agent {agent!r}")
+    if event_name in BEFORE_EVENTS[who]:
+        phase: Literal["before", "after"] = "before"
+    elif event_name in AFTER_EVENTS[who]:
+        phase = "after"
+    else:
+        raise HookPayloadError(f"{who} event {event_name!r} is not a tool event")
+    session = payload.get("session_id")
+    tool_name = payload.get("tool_name")
+    if not isinstance(session, str) or not session:
+        raise HookPayloadError("the hook input has no session_id")
+    if not isinstance(tool_name, str) or not tool_name:
+        raise HookPayloadError("the hook input has no tool_name")
+    tool_input = payload.get("tool_input")
+    if tool_name in _DESCRIBED_SHELLS and isinstance(tool_input, dict):
+        tool_input = {k: v for k, v in tool_input.items() if k != "description"}
+    call_id = payload.get("tool_use_id")
+    event = HookEvent(
+        who,
+        phase,
+        event_name,
+        session,
+        tool_name,
+        tool_input,
+        call_id if isinstance(call_id, str) and call_id else None,
+    )
+    if phase == "before":
+        return event
+    answer, error, code = _answer(who, event_name, payload)
+    return replace(event, answer=answer, error=error, exit_code=code)
+
+
+def _answer(
+    agent: Agent, event_name: str, payload: dict[str, object]
+) -> tuple[object, bool | None, int | None]:
+    """The answer of the call, whether it failed, and its exit status when given."""
+    if agent == "claude-code":
+        if event_name == "PostToolUseFailure":
+            text = payload.get("error")
+            text = text if isinstance(text, str) else json.dumps(text)
+            found = _CLAUDE_EXIT.match(text)
+            return text, True, int(found.group(1)) if found else None
+        response = payload.get("tool_response")
+        if isinstance(response, dict) and isinstance(response.get("stdout"), str):
+            parts = [response["stdout"], response.get("stderr")]
+            return "\n".join(p for p in parts if isinstance(p, str) and p), False, 0
+        return response, False, None
+    response = payload.get("tool_response")
+    if agent == "codex":
+        return response, None, None  # one string, no exit status: the detector judges
+    # Gemini CLI: {llmContent, returnDisplay, error?}; the shell's llmContent names the
+    # exit code and a process group that changes on every call.
+    if not isinstance(response, dict):
+        return response, None, None
+    failure = response.get("error")
+    content = response.get("llmContent")
+    if isinstance(content, str):
+        found = _GEMINI_EXIT.search(content)
+        code = int(found.group(1)) if found else None
+        text = _VOLATILE_LINE.sub("", content)
+        if failure not in (None, "", {}):
+            return text, True, code
+        return text, (code != 0) if code is not None else None, code
+    if failure not in (None, "", {}):
+        return failure, True, None
+    return content if content is not None else response.get("returnDisplay"), None, None
+
+
+def can_end_session(agent: str) -> bool:
+    """Whether a hook can end this CLI's session (Codex: no, see the module docstring)."""
+    return agent != "codex"
+
+
+def render(event: HookEvent, action: Action, reason: str = "") -> tuple[str, int]:
+    """The hook's stdout and exit status for ``action`` on ``event``, in its CLI's format.
+
+    ``"allow"`` prints nothing; ``"note"`` (after a call) adds ``reason`` for the model;
+    ``"deny"`` (before a call) refuses it with ``reason``; ``"end"`` refuses it and ends
+    the session where the CLI can (elsewhere it is a ``"deny"``).
+
+    >>> e = parse_event({"hook_event_name": "PreToolUse", "session_id": "s",
+    ...     "tool_name": "Bash", "tool_input": {"command": "ls"}})
+    >>> render(e, "deny", "stop")
+    ('{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", \
+"permissionDecisionReason": "stop"}}', 0)
+    """
+    if action == "allow" or (action == "note" and event.phase != "after"):
+        return "", 0
+    if action == "note":
+        note = {"hookEventName": event.event_name, "additionalContext": reason}
+        return json.dumps({"hookSpecificOutput": note}), 0
+    if event.phase != "before":
+        # A call that already ran cannot be refused; only Claude Code's PostToolUse and
+        # Gemini's AfterTool can still end the session.
+        ends = action == "end" and event.event_name in ("PostToolUse", "AfterTool")
+        if ends and can_end_session(event.agent):
+            return json.dumps({"continue": False, "stopReason": reason}), 0
+        return "", 0
+    answer: dict[str, object]
+    if event.agent == "gemini":
+        answer = {"decision": "deny", "reason": reason}
+    else:
+        answer = {
+            "hookSpecificOutput": {
+                "hookEventName": event.event_name,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }
+        }
+    if action == "end" and can_end_session(event.agent):
+        answer = {**answer, "continue": False, "stopReason": reason}
+    return json.dumps(answer), 0

@@ -1,0 +1,423 @@
+"""``loopfuse hook``: the command Claude Code, Codex and Gemini CLI run before and after
+every tool call (installed by ``loopfuse init``; see docs/agents.md).
+
+Before a call, the session's :class:`~loopfuse.detector.LoopDetector` (rebuilt from the
+session's recent calls and answers, see :mod:`~loopfuse.cli.hook_state`) decides on it;
+after it, the answer is recorded. What a loop gets depends on the mode, as in the
+integrations:
+
+- ``warn`` (default): the first time a loop is found the call runs and the model gets a
+  note after it; when the same loop goes on, the call is refused with the reason;
+- ``refuse``: refused at once; ``note``: only ever noted;
+- with ``--end-session``, a loop that goes on after its refusal ends the session, where
+  the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
+
+The hook never breaks the agent: a bad payload, an unknown event, a settings error, a
+lock not had in time or any internal error allows the call, prints nothing on stdout,
+exits 0 and writes one line to the log (``hook.log`` in the state folder).
+
+It imports only what it uses (the detector and this package's small modules), so that
+a hook process costs little more than Python's own start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, NoReturn
+
+from loopfuse.cli.agents import AGENTS, Action, HookEvent, HookPayloadError, parse_event, render
+from loopfuse.cli.hook_state import (
+    LockTimeout,
+    SessionState,
+    cleanup,
+    load,
+    locked,
+    save,
+    session_path,
+    state_root,
+)
+from loopfuse.cli.options import OPTIONS, detector_arguments, load_toml, parse_value
+from loopfuse.errors import ConfigError
+
+__all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
+
+MODES: Final = ("warn", "refuse", "note")
+WARN_WINDOW: Final = 600.0
+"""Seconds a note (and a refusal) is remembered, as the integrations' ``warn_window``."""
+LOCK_TIMEOUT: Final = 2.0
+"""Seconds a hook waits for its session's lock before it allows the call unguarded."""
+MAX_LOG_BYTES: Final = 1024 * 1024
+"""The log is moved to ``hook.log.1`` past this size (one old log is kept)."""
+MAX_ARGUMENT_TEXT: Final = 4096
+"""Argument strings longer than this are kept as their length and hash."""
+MIN_EVENTS: Final = 64
+
+_DETECTOR_OPTIONS: Final = tuple(o for o in OPTIONS if o.group == "detector")
+_HOOK_KEYS: Final = ("mode", "end_session", "state_dir", "lock_timeout")
+_IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so the call was refused."
+_ENDED: Final = "It went on after loopfuse refused it, so loopfuse ended the session."
+
+
+@dataclass(frozen=True, slots=True)
+class HookSettings:
+    """What ``loopfuse hook`` was told, from its flags and its settings file."""
+
+    agent: str | None = None
+    mode: str = "warn"
+    end_session: bool = False
+    state_dir: str | None = None
+    lock_timeout: float = LOCK_TIMEOUT
+    detector: dict[str, object] = field(default_factory=dict)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"loopfuse hook: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``loopfuse hook`` parser (``loopfuse --help`` lists it too)."""
+    parser = _Parser(
+        prog="loopfuse hook",
+        description="Guard a coding-agent CLI's tool calls: read one hook event (JSON) on "
+        "stdin, answer in the CLI's format. Installed by `loopfuse init`.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``loopfuse hook``, on ``parser``."""
+    parser.add_argument("--agent", choices=AGENTS, help="the CLI (default: told by the payload)")
+    parser.add_argument("--mode", choices=MODES, help="what a loop gets (default: warn)")
+    parser.add_argument(
+        "--end-session",
+        action=argparse.BooleanOptionalAction,
+        help="end the session when a loop goes on after its refusal (not Codex)",
+    )
+    parser.add_argument("--config", metavar="FILE", help="TOML settings (as loopfuse scan's)")
+    parser.add_argument("--state-dir", metavar="DIR", help="where sessions and the log live")
+    parser.add_argument("--lock-timeout", metavar="SECONDS", help="wait for a session's lock")
+    group = parser.add_argument_group("detector (as in loopfuse scan)")
+    for option in _DETECTOR_OPTIONS:
+        if option.kind == "bool":
+            group.add_argument(option.flag, dest=option.name, action=argparse.BooleanOptionalAction)
+        else:
+            group.add_argument(option.flag, dest=option.name, metavar="VALUE", help=option.help)
+
+
+def settings_of(args: argparse.Namespace, env: Mapping[str, str]) -> HookSettings:
+    """The settings: defaults, then the TOML file (``--config`` or ``$LOOPFUSE_CONFIG``:
+    the detector keys ``loopfuse scan`` reads and a ``[hook]`` table), then the flags."""
+    values: dict[str, object] = {}
+    hook: dict[str, object] = {}
+    config = args.config or env.get("LOOPFUSE_CONFIG")
+    if config:
+        table = load_toml(Path(config))
+        for key, raw in table.items():
+            name = key.replace("-", "_")
+            if name == "hook" and isinstance(raw, dict):
+                hook = {str(k).replace("-", "_"): v for k, v in raw.items()}
+            elif any(o.name == name for o in _DETECTOR_OPTIONS):
+                values[name] = _parsed(name, raw, config)
+        unknown = sorted(set(hook) - set(_HOOK_KEYS))
+        if unknown:
+            raise ConfigError(f"{config}: unknown key hook.{unknown[0]}")
+    for option in _DETECTOR_OPTIONS:
+        flag = getattr(args, option.name)
+        if flag is not None:
+            values[option.name] = _parsed(option.name, flag, "flags")
+    for key in _HOOK_KEYS:
+        flag = getattr(args, key)
+        if flag is not None:
+            hook[key] = flag
+    mode = hook.get("mode", "warn")
+    if mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    end = hook.get("end_session", False)
+    if not isinstance(end, bool):
+        raise ConfigError(f"end_session must be true or false, got {end!r}")
+    state_dir = hook.get("state_dir")
+    if state_dir is not None and not isinstance(state_dir, str):
+        raise ConfigError(f"state_dir must be a folder name, got {state_dir!r}")
+    timeout = _seconds(hook.get("lock_timeout", LOCK_TIMEOUT))
+    return HookSettings(args.agent, str(mode), end, state_dir, timeout, values)
+
+
+def _parsed(name: str, raw: object, source: str) -> object:
+    option = next(o for o in _DETECTOR_OPTIONS if o.name == name)
+    try:
+        return parse_value(option, raw)
+    except ConfigError as exc:
+        where = option.flag if source == "flags" else f"{source}: {name}"
+        raise ConfigError(f"{where} {exc}") from None
+
+
+def _seconds(raw: object) -> float:
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = -1.0
+    if not 0 <= value <= 60:
+        raise ConfigError(f"lock_timeout must be 0 to 60 seconds, got {raw!r}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one hook: the event on stdin, the answer on stdout; returns the exit status."""
+    if argv is not None and any(a in ("-h", "--help") for a in argv):
+        build_parser().print_help()
+        return 0
+    try:
+        raw = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        raw = b""
+    output, status = handle(raw, sys.argv[2:] if argv is None else argv, os.environ, time.time)
+    if output:
+        try:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+    return status
+
+
+def handle(
+    raw: bytes,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    clock: Callable[[], float],
+) -> tuple[str, int]:
+    """The hook's stdout and exit status for the event ``raw``; never raises.
+
+    ``clock`` is the wall clock (seconds), for warn mode's memory and the cleanup.
+    """
+    root: Path | None = None
+    event: HookEvent | None = None
+    try:
+        settings = HookSettings()
+        try:
+            settings = settings_of(build_parser().parse_args(list(argv)), env)
+        finally:
+            root = state_root(settings.state_dir, env)
+        if env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no"):
+            return "", 0
+        try:
+            payload = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise HookPayloadError("the hook input is not JSON") from None
+        event = parse_event(payload, settings.agent)
+        path = session_path(root, event.agent, event.session)
+        now = clock()
+        with locked(path, settings.lock_timeout):
+            state = load(path)
+            action, reason, logged = _decide(event, state, settings, now)
+            save(path, state)
+        if logged:
+            _log(root, now, event, logged)
+        output = render(event, action, reason)
+        try:
+            cleanup(root, now)
+        except OSError as exc:
+            _log(root, now, event, f"cleanup failed: {exc}")
+        return output
+    except (ConfigError, HookPayloadError, LockTimeout) as exc:
+        _log_failure(root, clock, event, f"{type(exc).__name__}: {exc}; the call is allowed")
+    except Exception as exc:  # never break the agent: the call goes on unguarded
+        _log_failure(root, clock, event, f"internal error {type(exc).__name__}: {exc}")
+    return "", 0
+
+
+def _decide(
+    event: HookEvent, state: SessionState, settings: HookSettings, now: float
+) -> tuple[Action, str, str]:
+    """Decide on ``event``, updating ``state``: the action, the reason for the model,
+    and a line for the log (empty: nothing worth logging)."""
+    from loopfuse.detector import LoopDetected, LoopDetector, ToolCall, results_digest
+
+    _forget(state, now)
+    detector = LoopDetector(**detector_arguments(settings.detector))  # type: ignore[arg-type]
+    records = _replay(detector, state)
+    arguments = _bounded(event.tool_input)
+    if event.phase == "after":
+        paired = _paired(state, event, arguments)
+        note: object = None
+        if paired is not None and paired[4] is False:
+            return "allow", "", ""  # the answer of a refused call: nothing ran
+        if paired is None:  # its before-hook was not ours (installed mid-call): count it now
+            call_id = _new_call(state, event, arguments, None)
+            try:
+                records[call_id] = detector.check([ToolCall(event.tool_name, arguments)])
+            except LoopDetected as loop:
+                records[call_id] = loop.record
+        else:
+            call_id, note = str(paired[1]), paired[4]
+        call = ToolCall(event.tool_name, arguments)
+        digest = results_digest([call], [_bounded(event.answer)], error=event.error)
+        state.events.append(["answer", call_id, digest])
+        _trim(state, detector.settings.window)
+        if isinstance(note, str):
+            return "note", note, ""
+        return "allow", "", ""
+    call = ToolCall(event.tool_name, arguments)
+    try:
+        detector.check([call])
+    except LoopDetected as loop:
+        found = loop
+    else:
+        _new_call(state, event, arguments, None)
+        _trim(state, detector.settings.window)
+        return "allow", "", ""
+    key = f"{found.kind}:{found.signature}"
+    message = f"[loopfuse] {found.message}"
+    action: Action
+    if settings.mode == "note" or (settings.mode == "warn" and key not in state.noted):
+        state.noted[key] = now
+        _new_call(state, event, arguments, message)
+        _trim(state, detector.settings.window)
+        return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
+    if settings.mode == "warn":
+        message = f"{message} {_IGNORED_NOTE}"
+    action = "deny"
+    if settings.end_session and key in state.refused:
+        action = "end"
+        message = f"{message} {_ENDED}"
+    state.refused[key] = now
+    _new_call(state, event, arguments, False)  # refused: no answer will come
+    _trim(state, detector.settings.window)
+    logged = f"call refused ({found.kind}, {found.count}x): {event.tool_name}"
+    if action == "end":
+        logged = f"session ended ({found.kind}, {found.count}x): {event.tool_name}"
+        if event.agent == "codex":
+            action = "deny"
+            logged = f"{logged.replace('session ended', 'call refused')}; Codex cannot be ended"
+    return action, message, logged
+
+
+def _replay(detector: object, state: SessionState) -> dict[str, object]:
+    """Replay the session's events into ``detector``; the records of the calls that
+    wait for their answers, by id. An event that cannot be replayed is dropped."""
+    from loopfuse.detector import BatchRecord, LoopDetected, LoopDetector, ToolCall
+
+    assert isinstance(detector, LoopDetector)
+    records: dict[str, object] = {}
+    kept: list[list[object]] = []
+    for event in state.events:
+        try:
+            kind = event[0]
+            if kind == "call":
+                _, call_id, name, arguments, _note, _cli_id = event
+                try:
+                    record: BatchRecord | None = detector.check([ToolCall(name, arguments)])  # type: ignore[arg-type]
+                except LoopDetected as loop:
+                    record = loop.record
+                records[str(call_id)] = record
+            elif kind == "answer":
+                _, call_id, digest = event
+                waiting = records.pop(str(call_id), None)
+                if isinstance(waiting, BatchRecord):
+                    detector.record_results(waiting, digest)  # type: ignore[arg-type]
+            else:
+                continue
+        except Exception:  # a damaged event: forget it, keep the rest
+            continue
+        kept.append(event)
+    state.events[:] = kept
+    return records
+
+
+def _paired(state: SessionState, event: HookEvent, arguments: object) -> list[object] | None:
+    """The call event ``event`` answers: the oldest call without an answer that has the
+    CLI's call id, or (Gemini CLI gives none) the same tool and arguments. A refused call
+    (no answer expected) is returned only when nothing else matches, so that an answer a
+    CLI sends for a refused call is not counted as a new call."""
+    answered = {e[1] for e in state.events if e[0] == "answer"}
+    refused: list[object] | None = None
+    for entry in state.events:
+        if entry[0] != "call" or entry[1] in answered:
+            continue
+        if event.call_id is not None:
+            same = entry[5] == event.call_id
+        else:
+            same = entry[2] == event.tool_name and entry[3] == arguments
+        if same and entry[4] is False:
+            refused = entry
+        elif same:
+            return entry
+    return refused
+
+
+def _new_call(
+    state: SessionState, event: HookEvent, arguments: object, note: str | bool | None
+) -> str:
+    """Add a checked call to the session; ``note`` is the loop message for after it,
+    ``False`` for a refused call (no answer will come), else ``None``."""
+    call_id = f"#{state.next_id}"
+    state.next_id += 1
+    state.events.append(["call", call_id, event.tool_name, arguments, note, event.call_id])
+    return call_id
+
+
+def _trim(state: SessionState, window: int) -> None:
+    """Keep the events a fresh detector needs to reach the same state (its window)."""
+    limit = max(MIN_EVENTS, 4 * window)
+    if len(state.events) > limit:
+        del state.events[: len(state.events) - limit]
+
+
+def _forget(state: SessionState, now: float) -> None:
+    for memory in (state.noted, state.refused):
+        for key in [k for k, t in memory.items() if not 0 <= now - t < WARN_WINDOW]:
+            del memory[key]
+
+
+def _bounded(value: object) -> object:
+    """``value`` with every string longer than :data:`MAX_ARGUMENT_TEXT` replaced by its
+    length and hash: the state stays small, and the same text stays the same."""
+    if isinstance(value, str):
+        if len(value) <= MAX_ARGUMENT_TEXT:
+            return value
+        data = value.encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        return f"<{len(value)} characters, blake2b {digest}>"
+    if isinstance(value, dict):
+        return {str(k): _bounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bounded(v) for v in value]
+    return value
+
+
+def _log(root: Path, now: float, event: HookEvent | None, text: str) -> None:
+    """One line in ``root/hook.log`` (moved to ``hook.log.1`` past its size); a log
+    that cannot be written is skipped."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    who = f"{event.agent} {event.session} {event.event_name}" if event else "-"
+    line = f"{stamp} {who}: {text}".replace("\r", " ").replace("\n", " ")[:2000] + "\n"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        log = root / "hook.log"
+        try:
+            if log.stat().st_size > MAX_LOG_BYTES:
+                os.replace(log, root / "hook.log.1")
+        except FileNotFoundError:
+            pass
+        with open(log, "a", encoding="utf-8", errors="replace") as file:
+            file.write(line)
+    except OSError:
+        pass
+
+
+def _log_failure(
+    root: Path | None, clock: Callable[[], float], event: HookEvent | None, text: str
+) -> None:
+    with contextlib.suppress(Exception):  # the log is best effort: the agent goes on
+        _log(root or state_root(), clock(), event, text)

@@ -1,0 +1,248 @@
+"""Where ``loopfuse hook`` keeps a session's state between its processes, and how.
+
+Every hook is a new process, so the run is kept on disk, one JSON file per session,
+under ``$LOOPFUSE_STATE_DIR``, else ``$XDG_STATE_HOME/loopfuse``, else
+``~/.local/state/loopfuse`` (``sessions/<agent>-<session>.json``). The file holds the
+session's recent tool calls and their answers, which each hook replays into a fresh
+:class:`~loopfuse.detector.LoopDetector`, never pickled internals.
+
+- Parallel tool calls run their hooks at the same moment: a session's file is read and
+  written under an exclusive lock (``flock`` on a ``.lock`` file beside it), waited for
+  a bounded time (:class:`LockTimeout` past it), and replaced atomically.
+- Bounded: the events kept are capped; large argument strings are kept as a hash.
+- A file that is corrupt, foreign or of another version is a fresh start.
+- Sessions idle for :data:`MAX_IDLE` seconds are removed, at most once per
+  :data:`CLEANUP_EVERY` seconds and at most :data:`CLEANUP_BATCH` files per run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "CLEANUP_BATCH",
+    "CLEANUP_EVERY",
+    "MAX_IDLE",
+    "LockTimeout",
+    "SessionState",
+    "cleanup",
+    "load",
+    "locked",
+    "save",
+    "session_path",
+    "state_root",
+]
+
+FORMAT: Final = "loopfuse-hook-state"
+VERSION: Final = 1
+MAX_IDLE: Final = 7 * 24 * 3600.0
+"""Seconds after its last hook that a session's state is removed."""
+CLEANUP_EVERY: Final = 3600.0
+"""Seconds between two looks for idle sessions."""
+CLEANUP_BATCH: Final = 2000
+"""Session files looked at per cleanup, at most (the rest wait for the next one)."""
+MAX_STATE_BYTES: Final = 4 * 1024 * 1024
+"""A state file larger than this is not read: a fresh start."""
+
+_SAFE_NAME: Final = re.compile(r"[A-Za-z0-9._-]{1,80}")
+
+
+class LockTimeout(Exception):
+    """The session's lock was not had in time (the hook allows the call)."""
+
+
+@dataclass(slots=True)
+class SessionState:
+    """A session's recent hook events, and what warn mode remembers.
+
+    ``events`` are ``["call", id, name, arguments, note, cli_id]`` (a call checked
+    before it ran: our id, the CLI's id or ``None``; ``note`` is the loop message to
+    give the model after it, ``False`` if it was refused, else ``None``),
+    ``["answer", id, digest]`` and ``["turn"]``, oldest first. ``noted`` and ``refused``
+    map a loop's key to when it was last noted or refused.
+    """
+
+    events: list[list[object]] = field(default_factory=list)
+    noted: dict[str, float] = field(default_factory=dict)
+    refused: dict[str, float] = field(default_factory=dict)
+    next_id: int = 0
+
+
+def state_root(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The state folder: ``explicit``, ``$LOOPFUSE_STATE_DIR``, ``$XDG_STATE_HOME/loopfuse``
+    or ``~/.local/state/loopfuse``.
+
+    >>> state_root(env={"XDG_STATE_HOME": "/tmp/x"}).as_posix()
+    '/tmp/x/loopfuse'
+    """
+    env = os.environ if env is None else env
+    if explicit:
+        return Path(explicit).expanduser()
+    if env.get("LOOPFUSE_STATE_DIR"):
+        return Path(env["LOOPFUSE_STATE_DIR"]).expanduser()
+    xdg = env.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
+    return base / "loopfuse"
+
+
+def session_path(root: Path, agent: str, session: str) -> Path:
+    """The state file of ``agent``'s ``session`` (a name that is not safe as a file name
+    is hashed).
+
+    >>> session_path(Path("/s"), "codex", "01a2-b3").as_posix()
+    '/s/sessions/codex-01a2-b3.json'
+    """
+    name = session if _SAFE_NAME.fullmatch(session) and not session.startswith(".") else ""
+    if not name:
+        name = "h" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return root / "sessions" / f"{agent}-{name}.json"
+
+
+@contextlib.contextmanager
+def locked(
+    path: Path,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[None]:
+    """Hold the exclusive lock of ``path``'s session; :class:`LockTimeout` after
+    ``timeout`` seconds of trying."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = clock() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                if clock() >= deadline:
+                    raise LockTimeout(f"{path.name}: locked for more than {timeout:g} s") from None
+                sleep(0.002)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def load(path: Path) -> SessionState:
+    """The state in ``path``; a missing, corrupt, foreign or other-version file (or one
+    too large to be ours) is a fresh start."""
+    try:
+        with open(path, "rb") as file:
+            raw = file.read(MAX_STATE_BYTES + 1)
+    except OSError:
+        return SessionState()
+    if len(raw) > MAX_STATE_BYTES:
+        return SessionState()
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return SessionState()
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return SessionState()
+    if data.get("version") != VERSION:
+        return SessionState()
+    events = data.get("events")
+    noted = data.get("noted")
+    refused = data.get("refused")
+    next_id = data.get("next_id")
+    if not (
+        isinstance(events, list)
+        and all(isinstance(e, list) and e and isinstance(e[0], str) for e in events)
+        and _times(noted)
+        and _times(refused)
+        and isinstance(next_id, int)
+        and not isinstance(next_id, bool)
+    ):
+        return SessionState()
+    assert isinstance(noted, dict)
+    assert isinstance(refused, dict)
+    return SessionState(events, dict(noted), dict(refused), next_id)
+
+
+def _times(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
+    )
+
+
+def save(path: Path, state: SessionState) -> None:
+    """Write ``state`` to ``path`` atomically (a reader sees the old file or the new)."""
+    data = {
+        "format": FORMAT,
+        "version": VERSION,
+        "events": state.events,
+        "noted": state.noted,
+        "refused": state.refused,
+        "next_id": state.next_id,
+    }
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8", errors="surrogatepass") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def cleanup(root: Path, now: float, max_idle: float = MAX_IDLE) -> int:
+    """Remove the sessions idle for ``max_idle`` seconds at ``now`` (wall-clock seconds),
+    if the last look is :data:`CLEANUP_EVERY` old; returns how many were removed.
+
+    Bounded: at most :data:`CLEANUP_BATCH` files are looked at. A session whose lock is
+    held (a hook running now) is left alone.
+    """
+    marker = root / "last-cleanup"
+    try:
+        if now - marker.stat().st_mtime < CLEANUP_EVERY:
+            return 0
+    except FileNotFoundError:
+        pass
+    root.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    os.utime(marker, (now, now))
+    removed = 0
+    sessions = root / "sessions"
+    try:
+        entries = os.scandir(sessions)
+    except FileNotFoundError:
+        return 0
+    with entries:
+        for seen, entry in enumerate(entries):
+            if seen >= CLEANUP_BATCH:
+                break
+            if not entry.name.endswith(".json"):
+                continue
+            try:
+                idle = now - entry.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if idle >= max_idle and _remove_session(Path(entry.path)):
+                removed += 1
+    return removed
+
+
+def _remove_session(path: Path) -> bool:
+    try:
+        with locked(path, 0.0):
+            path.unlink(missing_ok=True)
+            path.with_suffix(".lock").unlink(missing_ok=True)
+    except (LockTimeout, OSError):
+        return False
+    return True

@@ -12,13 +12,25 @@ without them these tests skip, saying how to install them (in CI they fail).
 from __future__ import annotations
 
 import json
+import shlex
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_clis import AGENTS, HOOK_EVENTS, Home, base_settings, needs, run_agent, write_hooks
-from agent_model import FakeModel, same_command, strings
+from agent_clis import AGENTS, HOOK_EVENTS, Home, Run, base_settings, needs, run_agent, write_hooks
+from agent_model import (
+    FakeModel,
+    Script,
+    commands_then_answer,
+    parallel,
+    poll_moving_log,
+    same_command,
+    strings,
+)
+from loopfuse.cli.hook_state import SessionState, load
 
 # Codex runs a hook only once the user trusted it (`loopfuse init` does that in its config);
 # a hook written by hand is trusted for one run with this flag.
@@ -48,6 +60,7 @@ def payloads(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent", each_agent())
 def test_a_hook_sees_each_shell_call_before_and_after_and_the_model_its_result(
     agent: str, home: Home
@@ -71,6 +84,7 @@ def test_a_hook_sees_each_shell_call_before_and_after_and_the_model_its_result(
     assert any("No such file or directory" in text for text in strings(model.turns[1].body))
 
 
+@pytest.mark.slow
 @needs("codex")
 def test_codex_skips_a_hook_the_user_has_not_trusted(home: Home) -> None:
     """Why ``loopfuse init`` must make Codex trust the hook: an untrusted one never runs,
@@ -81,3 +95,211 @@ def test_codex_skips_a_hook_the_user_has_not_trusted(home: Home) -> None:
     assert run.returncode == 0, run.stderr
     assert len(model.turns) == 2  # the call ran
     assert not (home.root / "hook.log").exists()
+
+
+# --- loopfuse hook, end to end -------------------------------------------------------------
+
+# The hook's own name for each CLI (its state files are named after it).
+HOOK_AGENT = {"claude": "claude-code", "codex": "codex", "gemini": "gemini"}
+# How each CLI words a refusal to its model, before the hook's reason.
+REFUSED = {
+    "claude": "PreToolUse:Bash hook error: [loopfuse]",
+    "codex": "Command blocked by PreToolUse hook: [loopfuse]",
+    "gemini": "Tool execution blocked: [loopfuse]",
+}
+# A failing command that leaves a trace of each time it really ran.
+FAILING = "echo attempt >> attempts.log; cat missing.txt"
+# docs/detector.md: the same call with the same answer is a loop at the 4th, at the 3rd
+# when the answer is an error; an error even in Codex, which tells a hook no exit status
+# (the detector reads the error in the text).
+NOTED_AT = 3
+
+
+def hook_command(*flags: str) -> str:
+    """``loopfuse hook`` as installed in the environment the tests run in."""
+    return shlex.join([str(Path(sys.executable).with_name("loopfuse")), "hook", *flags])
+
+
+@dataclass
+class GuardedRun:
+    """A CLI run with ``loopfuse hook`` installed, and what it left."""
+
+    agent: str
+    home: Home
+    run: Run
+    model: FakeModel
+
+    @property
+    def state_dir(self) -> Path:
+        return self.home.state / "loopfuse"
+
+    def texts(self, turn: int) -> list[str]:
+        """What the model read in the request of ``turn``."""
+        return list(strings(self.model.turns[turn].body))
+
+    def refused(self, text: str) -> bool:
+        return REFUSED[self.agent] in text
+
+    def first_turn(self, wanted: str) -> int | None:
+        """The first turn whose request carries a note (``"note"``) or a refusal
+        (``"refusal"``) of loopfuse: the number of the call it came with (calls are
+        counted from 1, and turn ``n``'s request carries the answer of call ``n``)."""
+        for request in self.model.turns:
+            for text in strings(request.body):
+                refusal = self.refused(text)
+                note = "[loopfuse]" in text and not refusal
+                if (refusal if wanted == "refusal" else note) and request.turn is not None:
+                    return request.turn
+        return None
+
+    def attempts(self) -> int:
+        """How many times the failing command really ran."""
+        log = self.home.workspace / "attempts.log"
+        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
+
+    def log_lines(self) -> list[str]:
+        log = self.state_dir / "hook.log"
+        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+    def session(self) -> SessionState:
+        """The one session's state the hook kept."""
+        files = sorted((self.state_dir / "sessions").glob(f"{HOOK_AGENT[self.agent]}-*.json"))
+        assert len(files) == 1, files
+        return load(files[0])
+
+
+def guarded(agent: str, home: Home, script: Script, *flags: str) -> GuardedRun:
+    """Run ``agent`` on ``script`` with ``loopfuse hook`` installed for it in the isolated
+    home, as a user installs it."""
+    base_settings(home, agent)
+    write_hooks(home, agent, hook_command(*flags))
+    trust = (TRUST_CODEX_HOOKS,) if agent == "codex" else ()
+    with FakeModel(script) as model:
+        run = run_agent(agent, home, model.url, "Fix the build.", *trust)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return GuardedRun(agent, home, run, model)
+
+
+def calls_and_answers(state: SessionState) -> tuple[list[Any], list[Any]]:
+    calls = [e for e in state.events if e[0] == "call"]
+    answers = [e for e in state.events if e[0] == "answer"]
+    return calls, answers
+
+
+@pytest.mark.parametrize("agent", each_agent())
+def test_a_looping_model_is_told_then_refused_with_the_reason(agent: str, home: Home) -> None:
+    """The same failing call every turn: at the loop the call runs and the model is told
+    why; the next one is refused, and so is every one after it, each time with the
+    reason in the model's next request."""
+    turns = 8
+    done = guarded(agent, home, same_command(FAILING, turns))
+    noted, refused = done.first_turn("note"), done.first_turn("refusal")
+    assert (noted, refused) == (NOTED_AT, NOTED_AT + 1)
+    assert done.attempts() == NOTED_AT  # nothing refused ran
+    for turn in range(refused, turns + 1):  # each refusal reaches the next request
+        assert sum(done.refused(t) for t in done.texts(turn)) == turn - refused + 1
+    assert len(done.model.turns) == turns + 1  # the agent went on to its answer
+    logged = done.log_lines()
+    assert sum("loop noted" in line for line in logged) == 1
+    assert sum("call refused" in line for line in logged) == turns - NOTED_AT
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", each_agent())
+def test_with_end_session_a_loop_that_goes_on_after_its_refusal_ends_the_session(
+    agent: str, home: Home
+) -> None:
+    """``--end-session``: told at the loop, refused at the next call, and the call after
+    that ends the session (no request follows it), where the CLI lets a hook end it;
+    Codex cannot be ended by a hook, so there the call is refused again and the log says
+    why."""
+    turns = 8
+    done = guarded(agent, home, same_command(FAILING, turns), "--end-session")
+    assert (done.first_turn("note"), done.first_turn("refusal")) == (NOTED_AT, NOTED_AT + 1)
+    assert done.attempts() == NOTED_AT
+    logged = done.log_lines()
+    if agent == "codex":
+        assert len(done.model.turns) == turns + 1
+        assert sum("Codex cannot be ended" in line for line in logged) == turns - NOTED_AT - 1
+        assert not any("session ended" in line for line in logged)
+        return
+    ended_at = NOTED_AT + 2
+    assert len(done.model.turns) == ended_at  # the model asked for call 5: nothing after it
+    assert sum("session ended" in line for line in logged) == 1
+    # What the user is shown: Gemini CLI prints the reason; Claude Code keeps it in the
+    # session's transcript (its headless JSON result has no place for it).
+    if agent == "gemini":
+        assert "Agent execution stopped by hook: [loopfuse]" in done.run.stderr
+    else:
+        transcripts = list((home.home / ".claude" / "projects").glob("*/*.jsonl"))
+        shown = "".join(path.read_text(encoding="utf-8") for path in transcripts)
+        assert "hook stopped continuation: [loopfuse]" in shown
+
+
+def assert_untouched(done: GuardedRun, calls: int) -> None:
+    """No note, no refusal, nothing logged; and the hook did see each call and answer."""
+    assert not any("loopfuse" in text for r in done.model.requests for text in strings(r.body))
+    assert len(done.model.turns) == calls + 1
+    assert done.log_lines() == []
+    recorded, answers = calls_and_answers(done.session())
+    assert len(recorded) == len(answers) == calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", each_agent())
+def test_a_healthy_run_is_untouched(agent: str, home: Home) -> None:
+    (home.workspace / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
+    script = commands_then_answer("ls", "cat notes.txt", "wc -l notes.txt")
+    assert_untouched(guarded(agent, home, script), calls=3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", each_agent())
+def test_a_healthy_poll_whose_output_moves_is_untouched(agent: str, home: Home) -> None:
+    """``tail -5 build.log`` ten times while the build writes a line before each: the
+    same call, again and again, but its answer moves (progress), so it is never a loop."""
+    polls = 10
+    done = guarded(agent, home, poll_moving_log(home.workspace / "build.log", polls))
+    assert_untouched(done, calls=polls)
+    # the model did read a moving log: the last request has the last step
+    assert any(f"step {polls - 1}:" in text for text in done.texts(polls))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", each_agent())
+def test_two_parallel_calls_per_turn_keep_one_consistent_state(agent: str, home: Home) -> None:
+    """Two failing calls in every turn, whose hooks run at the same moment: the session's
+    state holds every call once and every answer against its own call, no hook gave up
+    on the lock, and the loop is still told, then refused."""
+    pair = ("echo a >> attempts.log; cat missing-a.txt", "echo b >> attempts.log; cat b.txt")
+    turns = 6
+    done = guarded(agent, home, parallel(pair, turns))
+    recorded, answers = calls_and_answers(done.session())
+    assert len(recorded) == 2 * turns  # every call checked once, none lost to a race
+    ids = [call[1] for call in recorded]
+    assert len(set(ids)) == len(ids)
+    answered = [answer[1] for answer in answers]
+    assert len(set(answered)) == len(answered)  # no call answered twice
+    ran = {call[1] for call in recorded if call[4] is not False}
+    assert set(answered) == ran  # every call that ran has its answer, refused ones none
+    assert len(ran) == done.attempts()
+    assert not any("allowed" in line or "internal error" in line for line in done.log_lines())
+    noted, refused = done.first_turn("note"), done.first_turn("refusal")
+    assert noted is not None
+    assert refused is not None
+    assert noted < refused
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", each_agent())
+def test_a_broken_state_directory_fails_open(agent: str, home: Home) -> None:
+    """A file where the state folder should be: every hook allows its call and says
+    nothing, so the agent runs as if loopfuse were not there."""
+    (home.state / "loopfuse").write_text("not a folder", encoding="utf-8")
+    turns = 5
+    done = guarded(agent, home, same_command(FAILING, turns))
+    assert done.attempts() == turns
+    assert len(done.model.turns) == turns + 1
+    assert not any("loopfuse" in text for r in done.model.requests for text in strings(r.body))
+    hook_failed = REFUSED[agent].removesuffix(" [loopfuse]")
+    assert not any(hook_failed in text for text in done.texts(turns))

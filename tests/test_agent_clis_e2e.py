@@ -196,8 +196,8 @@ def test_a_looping_model_is_told_then_refused_with_the_reason(agent: str, home: 
     noted, refused = done.first_turn("note"), done.first_turn("refusal")
     assert (noted, refused) == (NOTED_AT, NOTED_AT + 1)
     assert done.attempts() == NOTED_AT  # nothing refused ran
-    for turn in range(refused, turns + 1):  # each refusal reaches the next request
-        assert sum(done.refused(t) for t in done.texts(turn)) == turn - refused + 1
+    for turn in range(NOTED_AT + 1, turns + 1):  # each refusal reaches the next request
+        assert sum(done.refused(t) for t in done.texts(turn)) == turn - NOTED_AT
     assert len(done.model.turns) == turns + 1  # the agent went on to its answer
     logged = done.log_lines()
     assert sum("loop noted" in line for line in logged) == 1

@@ -19,8 +19,9 @@ True
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Final
+
+from loopfuse._api import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers; at run time they load on first use
     from loopfuse import intent
@@ -171,20 +172,11 @@ _LAZY: Final[dict[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module the first time it is asked for."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'loopfuse' has no attribute {name!r}")
-    value = importlib.import_module(module)
-    if name != "intent":
-        value = getattr(value, name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+__getattr__ = lazy_exports(__name__, globals(), _LAZY)
 
 
 def __dir__() -> list[str]:
     """What ``dir()`` shows: the public API, not the imports and helpers."""
     from loopfuse._api import public_dir
 
-    return public_dir({**globals(), **dict.fromkeys(_LAZY)})
+    return public_dir(globals())

@@ -1,7 +1,10 @@
-"""What ``dir()`` shows of a public package: its API, not its imports and helpers."""
+"""What ``dir()`` shows of a public package (its API, not its imports and helpers), and
+its names imported on first use."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -27,3 +30,34 @@ def public_dir(namespace: dict[str, Any]) -> list[str]:
         ):
             names.add(name)
     return sorted(names)
+
+
+def lazy_exports(
+    package: str, namespace: dict[str, Any], exports: dict[str, str]
+) -> Callable[[str], object]:
+    """A package's ``__getattr__`` (PEP 562) that imports each public name from its
+    module (``exports``: name → module) the first time it is asked for, and keeps it
+    in ``namespace``; a name that is the package's submodule of that name (``"intent"``
+    → ``"loopfuse.intent"``) is the module. No name may be that of another submodule:
+    importing the submodule would set the package's attribute to the module.
+
+    A program that uses one part of a package (``loopfuse hook`` uses the detector)
+    then does not pay for importing the others; ``from package import X`` works as ever.
+
+    >>> space = {}
+    >>> getattr_ = lazy_exports("os", space, {"sep": "os.path", "path": "os.path"})
+    >>> getattr_("sep"), "sep" in space, getattr_("path").__name__
+    ('/', True, 'posixpath')
+    """
+
+    def __getattr__(name: str) -> object:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value: object = importlib.import_module(module)
+        if module != f"{package}.{name}":
+            value = getattr(value, name)
+        namespace[name] = value  # the next lookup is a plain attribute
+        return value
+
+    return __getattr__

@@ -105,11 +105,14 @@ def apply(values: Mapping[str, object], base: Settings, source: str) -> Settings
     """``base`` with ``values`` (option name → raw value) parsed and set.
 
     ``source`` names where the values came from, for error messages (a file name, or
-    ``"flags"``, in which case errors name the flag). Unknown keys raise ``ConfigError``.
+    ``"flags"``, in which case errors name the flag). Unknown keys raise ``ConfigError``;
+    a ``[hook]`` table is ``loopfuse hook``'s (one file serves both) and is skipped.
     """
     changes: dict[str, object] = {}
     for key, raw in values.items():
         name = key.replace("-", "_")
+        if name == "hook" and isinstance(raw, dict):
+            continue
         option = _BY_NAME.get(name)
         if option is None:
             raise ConfigError(f"{source}: unknown key {key!r} (see loopfuse scan --help)")

@@ -21,6 +21,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from loopfuse.cli import hook
 
         return hook.main(args[1:])
+    if args[:1] == ["init"]:
+        from loopfuse.cli import init
+
+        return init.main(args[1:])
     from loopfuse.cli.main import main as full
 
     status: int = full(args)

@@ -22,17 +22,16 @@ a hook process costs little more than Python's own start.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import hashlib
 import json
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final
+
+from blake3 import blake3
 
 from loopfuse.cli.agents import AGENTS, Action, HookEvent, HookPayloadError, parse_event, render
 from loopfuse.cli.hook_state import (
@@ -48,6 +47,9 @@ from loopfuse.cli.hook_state import (
 from loopfuse.cli.options import OPTIONS, detector_arguments, load_toml, parse_value
 from loopfuse.errors import ConfigError
 
+if TYPE_CHECKING:
+    import argparse
+
 __all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
 
 MODES: Final = ("warn", "refuse", "note")
@@ -59,10 +61,17 @@ MAX_LOG_BYTES: Final = 1024 * 1024
 """The log is moved to ``hook.log.1`` past this size (one old log is kept)."""
 MAX_ARGUMENT_TEXT: Final = 4096
 """Argument strings longer than this are kept as their length and hash."""
-MIN_EVENTS: Final = 64
+MIN_EVENTS: Final = 16
 
 _DETECTOR_OPTIONS: Final = tuple(o for o in OPTIONS if o.group == "detector")
+_DETECTOR_NAMES: Final = frozenset(o.name for o in _DETECTOR_OPTIONS)
 _HOOK_KEYS: Final = ("mode", "end_session", "state_dir", "lock_timeout")
+_SWITCHES: Final = frozenset(
+    {"end_session", *(o.name for o in _DETECTOR_OPTIONS if o.kind == "bool")}
+)
+_VALUED: Final = frozenset(
+    {"agent", "mode", "config", "state_dir", "lock_timeout"} | (_DETECTOR_NAMES - _SWITCHES)
+)
 _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so the call was refused."
 _ENDED: Final = "It went on after loopfuse refused it, so loopfuse ended the session."
 
@@ -79,24 +88,16 @@ class HookSettings:
     detector: dict[str, object] = field(default_factory=dict)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ConfigError(f"loopfuse hook: {message}")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The ``loopfuse hook`` parser (``loopfuse --help`` lists it too)."""
-    parser = _Parser(
+    """The ``loopfuse hook`` parser, for ``--help`` only: the hook reads its flags with
+    :func:`read_flags`, which does not cost argparse's start."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
         prog="loopfuse hook",
         description="Guard a coding-agent CLI's tool calls: read one hook event (JSON) on "
-        "stdin, answer in the CLI's format. Installed by `loopfuse init`.",
+        "stdin, answer in the CLI's format. Installed by `loopfuse init` (docs/agents.md).",
     )
-    add_arguments(parser)
-    return parser
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``loopfuse hook``, on ``parser``."""
     parser.add_argument("--agent", choices=AGENTS, help="the CLI (default: told by the payload)")
     parser.add_argument("--mode", choices=MODES, help="what a loop gets (default: warn)")
     parser.add_argument(
@@ -104,42 +105,79 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="end the session when a loop goes on after its refusal (not Codex)",
     )
-    parser.add_argument("--config", metavar="FILE", help="TOML settings (as loopfuse scan's)")
-    parser.add_argument("--state-dir", metavar="DIR", help="where sessions and the log live")
-    parser.add_argument("--lock-timeout", metavar="SECONDS", help="wait for a session's lock")
+    parser.add_argument(
+        "--config", metavar="FILE", help="TOML settings, as loopfuse scan's (or $LOOPFUSE_CONFIG)"
+    )
+    parser.add_argument(
+        "--state-dir", metavar="DIR", help="sessions and log (or $LOOPFUSE_STATE_DIR)"
+    )
+    parser.add_argument(
+        "--lock-timeout", metavar="SECONDS", help=f"wait for a session's lock ({LOCK_TIMEOUT:g})"
+    )
     group = parser.add_argument_group("detector (as in loopfuse scan)")
     for option in _DETECTOR_OPTIONS:
         if option.kind == "bool":
-            group.add_argument(option.flag, dest=option.name, action=argparse.BooleanOptionalAction)
+            group.add_argument(option.flag, action=argparse.BooleanOptionalAction)
         else:
-            group.add_argument(option.flag, dest=option.name, metavar="VALUE", help=option.help)
+            group.add_argument(option.flag, metavar="VALUE", help=option.help)
+    return parser
 
 
-def settings_of(args: argparse.Namespace, env: Mapping[str, str]) -> HookSettings:
+def read_flags(argv: Sequence[str]) -> dict[str, str | bool]:
+    """The flags in ``argv``, by name (``--max-strikes 2``, ``--max-strikes=2``,
+    ``--end-session``, ``--no-end-session``); :class:`ConfigError` for anything else.
+
+    >>> read_flags(["--mode=refuse", "--max-strikes", "2", "--no-error-aware"])
+    {'mode': 'refuse', 'max_strikes': '2', 'error_aware': False}
+    """
+    flags: dict[str, str | bool] = {}
+    given = list(argv)
+    while given:
+        word = given.pop(0)
+        flag, equals, value = word.partition("=")
+        name = flag.removeprefix("--").replace("-", "_")
+        if flag.startswith("--") and not equals and name in _SWITCHES:
+            flags[name] = True
+        elif flag.startswith("--no-") and not equals and name[3:] in _SWITCHES:
+            flags[name[3:]] = False
+        elif flag.startswith("--") and name in _VALUED:
+            if not equals:
+                if not given:
+                    raise ConfigError(f"loopfuse hook: {flag} needs a value")
+                value = given.pop(0)
+            flags[name] = value
+        else:
+            raise ConfigError(f"loopfuse hook: unknown argument {word!r}")
+    return flags
+
+
+def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> HookSettings:
     """The settings: defaults, then the TOML file (``--config`` or ``$LOOPFUSE_CONFIG``:
     the detector keys ``loopfuse scan`` reads and a ``[hook]`` table), then the flags."""
     values: dict[str, object] = {}
     hook: dict[str, object] = {}
-    config = args.config or env.get("LOOPFUSE_CONFIG")
-    if config:
+    config = flags.get("config") or env.get("LOOPFUSE_CONFIG")
+    if isinstance(config, str) and config:
+        from pathlib import Path  # only with a settings file: pathlib costs a hook's start
+
         table = load_toml(Path(config))
         for key, raw in table.items():
             name = key.replace("-", "_")
             if name == "hook" and isinstance(raw, dict):
                 hook = {str(k).replace("-", "_"): v for k, v in raw.items()}
-            elif any(o.name == name for o in _DETECTOR_OPTIONS):
+            elif name in _DETECTOR_NAMES:
                 values[name] = _parsed(name, raw, config)
         unknown = sorted(set(hook) - set(_HOOK_KEYS))
         if unknown:
             raise ConfigError(f"{config}: unknown key hook.{unknown[0]}")
-    for option in _DETECTOR_OPTIONS:
-        flag = getattr(args, option.name)
-        if flag is not None:
-            values[option.name] = _parsed(option.name, flag, "flags")
-    for key in _HOOK_KEYS:
-        flag = getattr(args, key)
-        if flag is not None:
-            hook[key] = flag
+    for name, flag in flags.items():
+        if name in _DETECTOR_NAMES:
+            values[name] = _parsed(name, flag, "flags")
+        elif name in _HOOK_KEYS:
+            hook[name] = flag
+    agent = flags.get("agent")
+    if agent is not None and agent not in AGENTS:
+        raise ConfigError(f"--agent must be one of {', '.join(AGENTS)}, got {agent!r}")
     mode = hook.get("mode", "warn")
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -150,7 +188,9 @@ def settings_of(args: argparse.Namespace, env: Mapping[str, str]) -> HookSetting
     if state_dir is not None and not isinstance(state_dir, str):
         raise ConfigError(f"state_dir must be a folder name, got {state_dir!r}")
     timeout = _seconds(hook.get("lock_timeout", LOCK_TIMEOUT))
-    return HookSettings(args.agent, str(mode), end, state_dir, timeout, values)
+    return HookSettings(
+        agent if isinstance(agent, str) else None, str(mode), end, state_dir, timeout, values
+    )
 
 
 def _parsed(name: str, raw: object, source: str) -> object:
@@ -201,14 +241,17 @@ def handle(
 
     ``clock`` is the wall clock (seconds), for warn mode's memory and the cleanup.
     """
-    root: Path | None = None
+    root: str | None = None
     event: HookEvent | None = None
     try:
         settings = HookSettings()
         try:
-            settings = settings_of(build_parser().parse_args(list(argv)), env)
+            flags = read_flags(argv)
+            given = flags.get("state_dir")
+            root = state_root(given if isinstance(given, str) else None, env)
+            settings = settings_of(flags, env)
         finally:
-            root = state_root(settings.state_dir, env)
+            root = state_root(settings.state_dir, env) if settings.state_dir else root
         if env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no"):
             return "", 0
         try:
@@ -221,7 +264,7 @@ def handle(
         with locked(path, settings.lock_timeout):
             state = load(path)
             action, reason, logged = _decide(event, state, settings, now)
-            save(path, state)
+            save(path, state, now)
         if logged:
             _log(root, now, event, logged)
         output = render(event, action, reason)
@@ -368,8 +411,9 @@ def _new_call(
 
 
 def _trim(state: SessionState, window: int) -> None:
-    """Keep the events a fresh detector needs to reach the same state (its window)."""
-    limit = max(MIN_EVENTS, 4 * window)
+    """Keep the events a fresh detector needs to reach the same state: its window of
+    calls, each with its answer (the hook checks one call per batch)."""
+    limit = max(MIN_EVENTS, 2 * window)
     if len(state.events) > limit:
         del state.events[: len(state.events) - limit]
 
@@ -387,8 +431,8 @@ def _bounded(value: object) -> object:
         if len(value) <= MAX_ARGUMENT_TEXT:
             return value
         data = value.encode("utf-8", "surrogatepass")
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        return f"<{len(value)} characters, blake2b {digest}>"
+        digest = blake3(data).hexdigest(length=16)
+        return f"<{len(value)} characters, blake3 {digest}>"
     if isinstance(value, dict):
         return {str(k): _bounded(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -396,18 +440,18 @@ def _bounded(value: object) -> object:
     return value
 
 
-def _log(root: Path, now: float, event: HookEvent | None, text: str) -> None:
+def _log(root: str, now: float, event: HookEvent | None, text: str) -> None:
     """One line in ``root/hook.log`` (moved to ``hook.log.1`` past its size); a log
     that cannot be written is skipped."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
     who = f"{event.agent} {event.session} {event.event_name}" if event else "-"
     line = f"{stamp} {who}: {text}".replace("\r", " ").replace("\n", " ")[:2000] + "\n"
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        log = root / "hook.log"
+        os.makedirs(root, exist_ok=True)
+        log = os.path.join(root, "hook.log")
         try:
-            if log.stat().st_size > MAX_LOG_BYTES:
-                os.replace(log, root / "hook.log.1")
+            if os.stat(log).st_size > MAX_LOG_BYTES:
+                os.replace(log, log + ".1")
         except FileNotFoundError:
             pass
         with open(log, "a", encoding="utf-8", errors="replace") as file:
@@ -417,7 +461,7 @@ def _log(root: Path, now: float, event: HookEvent | None, text: str) -> None:
 
 
 def _log_failure(
-    root: Path | None, clock: Callable[[], float], event: HookEvent | None, text: str
+    root: str | None, clock: Callable[[], float], event: HookEvent | None, text: str
 ) -> None:
     with contextlib.suppress(Exception):  # the log is best effort: the agent goes on
         _log(root or state_root(), clock(), event, text)

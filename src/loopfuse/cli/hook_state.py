@@ -20,15 +20,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Final
+
+from blake3 import blake3
 
 __all__ = [
     "CLEANUP_BATCH",
@@ -79,47 +79,47 @@ class SessionState:
     next_id: int = 0
 
 
-def state_root(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Path:
+def state_root(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """The state folder: ``explicit``, ``$LOOPFUSE_STATE_DIR``, ``$XDG_STATE_HOME/loopfuse``
     or ``~/.local/state/loopfuse``.
 
-    >>> state_root(env={"XDG_STATE_HOME": "/tmp/x"}).as_posix()
+    >>> state_root(env={"XDG_STATE_HOME": "/tmp/x"})
     '/tmp/x/loopfuse'
     """
     env = os.environ if env is None else env
     if explicit:
-        return Path(explicit).expanduser()
+        return os.path.expanduser(explicit)
     if env.get("LOOPFUSE_STATE_DIR"):
-        return Path(env["LOOPFUSE_STATE_DIR"]).expanduser()
+        return os.path.expanduser(env["LOOPFUSE_STATE_DIR"])
     xdg = env.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
-    return base / "loopfuse"
+    base = xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.local/state")
+    return os.path.join(base, "loopfuse")
 
 
-def session_path(root: Path, agent: str, session: str) -> Path:
+def session_path(root: str, agent: str, session: str) -> str:
     """The state file of ``agent``'s ``session`` (a name that is not safe as a file name
     is hashed).
 
-    >>> session_path(Path("/s"), "codex", "01a2-b3").as_posix()
+    >>> session_path("/s", "codex", "01a2-b3")
     '/s/sessions/codex-01a2-b3.json'
     """
     name = session if _SAFE_NAME.fullmatch(session) and not session.startswith(".") else ""
     if not name:
-        name = "h" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return root / "sessions" / f"{agent}-{name}.json"
+        name = "h" + blake3(session.encode("utf-8", "surrogatepass")).hexdigest(length=16)
+    return os.path.join(root, "sessions", f"{agent}-{name}.json")
 
 
 @contextlib.contextmanager
 def locked(
-    path: Path,
+    path: str,
     timeout: float,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[None]:
     """Hold the exclusive lock of ``path``'s session; :class:`LockTimeout` after
     ``timeout`` seconds of trying."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         deadline = clock() + timeout
         while True:
@@ -130,14 +130,19 @@ def locked(
                 if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                     raise
                 if clock() >= deadline:
-                    raise LockTimeout(f"{path.name}: locked for more than {timeout:g} s") from None
+                    name = os.path.basename(path)
+                    raise LockTimeout(f"{name}: locked for more than {timeout:g} s") from None
                 sleep(0.002)
         yield
     finally:
         os.close(fd)  # closing releases the lock
 
 
-def load(path: Path) -> SessionState:
+def _lock_path(path: str) -> str:
+    return path.removesuffix(".json") + ".lock"
+
+
+def load(path: str) -> SessionState:
     """The state in ``path``; a missing, corrupt, foreign or other-version file (or one
     too large to be ours) is a fresh start."""
     try:
@@ -179,8 +184,10 @@ def _times(value: object) -> bool:
     )
 
 
-def save(path: Path, state: SessionState) -> None:
-    """Write ``state`` to ``path`` atomically (a reader sees the old file or the new)."""
+def save(path: str, state: SessionState, now: float | None = None) -> None:
+    """Write ``state`` to ``path`` atomically (a reader sees the old file or the new);
+    ``now`` (wall-clock seconds, default the real time) is its last use, which
+    :func:`cleanup` reads."""
     data = {
         "format": FORMAT,
         "version": VERSION,
@@ -190,10 +197,13 @@ def save(path: Path, state: SessionState) -> None:
         "next_id": state.next_id,
     }
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    folder, name = os.path.split(path)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     try:
         with open(temporary, "w", encoding="utf-8", errors="surrogatepass") as file:
             file.write(text)
+        if now is not None:
+            os.utime(temporary, (now, now))
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -201,24 +211,25 @@ def save(path: Path, state: SessionState) -> None:
         raise
 
 
-def cleanup(root: Path, now: float, max_idle: float = MAX_IDLE) -> int:
+def cleanup(root: str, now: float, max_idle: float = MAX_IDLE) -> int:
     """Remove the sessions idle for ``max_idle`` seconds at ``now`` (wall-clock seconds),
     if the last look is :data:`CLEANUP_EVERY` old; returns how many were removed.
 
     Bounded: at most :data:`CLEANUP_BATCH` files are looked at. A session whose lock is
     held (a hook running now) is left alone.
     """
-    marker = root / "last-cleanup"
+    marker = os.path.join(root, "last-cleanup")
     try:
-        if now - marker.stat().st_mtime < CLEANUP_EVERY:
+        if now - os.stat(marker).st_mtime < CLEANUP_EVERY:
             return 0
     except FileNotFoundError:
         pass
-    root.mkdir(parents=True, exist_ok=True)
-    marker.touch()
+    os.makedirs(root, exist_ok=True)
+    with open(marker, "a"):
+        pass
     os.utime(marker, (now, now))
     removed = 0
-    sessions = root / "sessions"
+    sessions = os.path.join(root, "sessions")
     try:
         entries = os.scandir(sessions)
     except FileNotFoundError:
@@ -233,16 +244,17 @@ def cleanup(root: Path, now: float, max_idle: float = MAX_IDLE) -> int:
                 idle = now - entry.stat().st_mtime
             except FileNotFoundError:
                 continue
-            if idle >= max_idle and _remove_session(Path(entry.path)):
+            if idle >= max_idle and _remove_session(entry.path):
                 removed += 1
     return removed
 
 
-def _remove_session(path: Path) -> bool:
+def _remove_session(path: str) -> bool:
     try:
         with locked(path, 0.0):
-            path.unlink(missing_ok=True)
-            path.with_suffix(".lock").unlink(missing_ok=True)
+            for name in (path, _lock_path(path)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
     except (LockTimeout, OSError):
         return False
     return True

@@ -103,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="guard a coding-agent CLI's tool calls (run by Claude Code, Codex, Gemini CLI)",
         add_help=False,
     )
+    commands.add_parser(
+        "init",
+        help="install `loopfuse hook` in Claude Code, Codex or Gemini CLI",
+        add_help=False,
+    )
     demo_parser = commands.add_parser(
         "demo", help="scan the bundled example transcripts and explain the result"
     )
@@ -125,7 +130,7 @@ def _shown(default: object) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see the module docstring)."""
     args_given = list(sys.argv[1:] if argv is None else argv)
-    if args_given[:1] == ["hook"]:
+    if args_given[:1] in (["hook"], ["init"]):
         from loopfuse.cli.entry import main as entry
 
         return entry(args_given)

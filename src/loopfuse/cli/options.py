@@ -15,14 +15,15 @@ loopfuse.errors.ConfigError: must be a positive number of seconds, got '0'
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from loopfuse.cli.tokens import Price
 from loopfuse.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["GUARDS", "OPTIONS", "Option", "detector_arguments", "load_toml", "parse_value"]
 
@@ -125,6 +126,8 @@ def load_toml(path: Path) -> dict[str, object]:
 
     The table is ``[tool.loopfuse]`` if present, else ``[loopfuse]``, else the top level.
     """
+    import tomllib  # here, not above: ``loopfuse hook`` without a settings file skips it
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -1,0 +1,115 @@
+"""Hook inputs shaped like what Claude Code 2.1, Codex 0.169 and Gemini CLI 0.61 send
+(field for field as recorded from the real CLIs; paths and ids made up)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CLAUDE_COMMON: dict[str, Any] = {
+    "session_id": "55c05628-467e-4fc2-bb1d-069f10823cee",
+    "transcript_path": "/home/dev/.claude/projects/-home-dev-p/55c05628.jsonl",
+    "cwd": "/home/dev/p",
+    "prompt_id": "52280539-7529-490e-b06a-5eb1b7b13356",
+    "permission_mode": "default",
+    "effort": {"level": "medium"},
+}
+CODEX_COMMON: dict[str, Any] = {
+    "session_id": "01a233b5-13a8-70e1-825d-ce525db4dc71",
+    "turn_id": "01a233b5-1405-7c70-9c39-d3cf416e3f08",
+    "transcript_path": "/home/dev/sessions/2026/12/01/rollout-x.jsonl",
+    "cwd": "/home/dev/p",
+    "model": "fake-model",
+    "permission_mode": "bypassPermissions",
+}
+GEMINI_COMMON: dict[str, Any] = {
+    "session_id": "86f7cf88-6e27-45fb-863e-2273496a43b5",
+    "transcript_path": "/home/dev/.gemini/tmp/g2/chats/session-x.jsonl",
+    "cwd": "/home/dev/p",
+    "timestamp": "2026-12-01T22:28:45.769Z",
+}
+
+
+def claude_pre(command: str, call_id: str, description: str = "Run it") -> dict[str, Any]:
+    return {
+        **CLAUDE_COMMON,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": description},
+        "tool_use_id": call_id,
+    }
+
+
+def claude_post(command: str, call_id: str, stdout: str) -> dict[str, Any]:
+    return {
+        **CLAUDE_COMMON,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "Run it"},
+        "tool_response": {
+            "stdout": stdout,
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+            "noOutputExpected": False,
+        },
+        "tool_use_id": call_id,
+        "duration_ms": 118,
+    }
+
+
+def claude_failure(command: str, call_id: str, output: str, code: int = 1) -> dict[str, Any]:
+    return {
+        **CLAUDE_COMMON,
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "Run it"},
+        "tool_use_id": call_id,
+        "error": f"Exit code {code}\n{output}",
+        "is_interrupt": False,
+        "duration_ms": 108,
+    }
+
+
+def codex_pre(command: str, call_id: str) -> dict[str, Any]:
+    return {
+        **CODEX_COMMON,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": call_id,
+    }
+
+
+def codex_post(command: str, call_id: str, output: str) -> dict[str, Any]:
+    return {
+        **CODEX_COMMON,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_response": output,
+        "tool_use_id": call_id,
+    }
+
+
+def gemini_before(command: str) -> dict[str, Any]:
+    return {
+        **GEMINI_COMMON,
+        "hook_event_name": "BeforeTool",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": command, "description": "Run it"},
+    }
+
+
+def gemini_after(command: str, output: str, code: int, pgid: int) -> dict[str, Any]:
+    return {
+        **GEMINI_COMMON,
+        "hook_event_name": "AfterTool",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": command, "description": "Run it"},
+        "tool_response": {
+            "llmContent": "<untrusted_context>\n"
+            f"Output: {output}\nExit Code: {code}\nProcess Group PGID: {pgid}\n"
+            "</untrusted_context>",
+            "returnDisplay": output,
+        },
+    }

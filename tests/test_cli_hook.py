@@ -1,0 +1,548 @@
+"""`loopfuse hook`: Claude Code's, Codex's and Gemini CLI's tool events, warn then refuse
+(then end), state kept between processes, and never a broken agent."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hook_payloads import (
+    claude_failure,
+    claude_post,
+    claude_pre,
+    codex_post,
+    codex_pre,
+    gemini_after,
+    gemini_before,
+)
+from loopfuse.cli import hook_state
+from loopfuse.cli.agents import HookPayloadError, parse_event
+from loopfuse.cli.hook import handle, read_flags
+from loopfuse.errors import ConfigError
+
+
+class Hook:
+    """``loopfuse hook`` run in this process on a state folder, on a fake wall clock."""
+
+    def __init__(self, root: Path, *flags: str) -> None:
+        self.root = root
+        self.flags = ["--state-dir", str(root), *flags]
+        self.now = 1_800_000_000.0
+
+    def __call__(self, payload: object, *flags: str) -> tuple[str, int]:
+        raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        output, status = handle(raw, [*self.flags, *flags], {}, lambda: self.now)
+        assert output == "" or isinstance(json.loads(output), dict)
+        return output, status
+
+    def answer(self, payload: object, *flags: str) -> dict[str, Any]:
+        output, status = self(payload, *flags)
+        assert status == 0
+        return json.loads(output) if output else {}
+
+    def log(self) -> str:
+        path = self.root / "hook.log"
+        return path.read_text() if path.exists() else ""
+
+
+@pytest.fixture
+def hook(tmp_path: Path) -> Hook:
+    return Hook(tmp_path / "state")
+
+
+def _deny_reason(answer: dict[str, Any]) -> str | None:
+    """The refusal's reason in any CLI's format, else ``None``."""
+    specific = answer.get("hookSpecificOutput", {})
+    if specific.get("permissionDecision") == "deny":
+        return str(specific["permissionDecisionReason"])
+    if answer.get("decision") == "deny":
+        return str(answer["reason"])
+    return None
+
+
+def _note(answer: dict[str, Any]) -> str | None:
+    return answer.get("hookSpecificOutput", {}).get("additionalContext")
+
+
+# --- reading the payloads ------------------------------------------------------------------
+
+
+def test_each_cli_is_told_apart_by_its_payload() -> None:
+    assert parse_event(claude_pre("ls", "t1")).agent == "claude-code"
+    assert parse_event(codex_pre("ls", "c1")).agent == "codex"
+    assert parse_event(gemini_before("ls")).agent == "gemini"
+    assert parse_event(codex_pre("ls", "c1"), "claude-code").agent == "claude-code"
+
+
+def test_a_shell_call_is_its_command_not_its_description() -> None:
+    one = parse_event(claude_pre("make test", "t1", description="Run the tests"))
+    two = parse_event(claude_pre("make test", "t2", description="Try the tests again"))
+    assert one.tool_input == two.tool_input == {"command": "make test"}
+
+
+def test_answers_of_each_cli_with_their_failure_and_exit_code() -> None:
+    ok = parse_event(claude_post("echo hi", "t1", "hi"))
+    assert (ok.answer, ok.error, ok.exit_code) == ("hi", False, 0)
+    failed = parse_event(claude_failure("cat x", "t1", "cat: x: No such file", 1))
+    assert (failed.error, failed.exit_code) == (True, 1)
+    assert "No such file" in str(failed.answer)
+    codex = parse_event(codex_post("cat x", "c1", "cat: x: No such file\n"))
+    assert (codex.answer, codex.error) == ("cat: x: No such file\n", None)
+    gemini = parse_event(gemini_after("echo hello; exit 3", "hello", 3, 9313))
+    assert (gemini.error, gemini.exit_code) == (True, 3)
+    assert "PGID" not in str(gemini.answer)
+    assert "Exit Code: 3" in str(gemini.answer)
+    assert parse_event(gemini_after("true", "", 0, 1)).error is False
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [],
+        {"hook_event_name": "PreToolUse"},
+        {**claude_pre("ls", "t"), "hook_event_name": "Stop"},
+        {**claude_pre("ls", "t"), "hook_event_name": "PostToolBatch"},
+        {**claude_pre("ls", "t"), "tool_name": 3},
+        {**gemini_before("ls"), "session_id": ""},
+    ],
+)
+def test_what_is_not_a_tool_event_is_refused_as_a_payload_error(payload: object) -> None:
+    with pytest.raises(HookPayloadError):
+        parse_event(payload)
+
+
+# --- warn, then refuse, then end -----------------------------------------------------------
+
+
+def _claude_lap(hook: Hook, i: int, *flags: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = hook.answer(claude_pre("cat missing.txt", f"toolu_{i}"), *flags)
+    if _deny_reason(before):
+        return before, {}
+    after = hook.answer(claude_failure("cat missing.txt", f"toolu_{i}", "No such file"), *flags)
+    return before, after
+
+
+def _codex_lap(hook: Hook, i: int, *flags: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = hook.answer(codex_pre("cat missing.txt", f"call_{i}"), *flags)
+    if _deny_reason(before):
+        return before, {}
+    after = hook.answer(codex_post("cat missing.txt", f"call_{i}", "No such file\n"), *flags)
+    return before, after
+
+
+def _gemini_lap(hook: Hook, i: int, *flags: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = hook.answer(gemini_before("cat missing.txt"), *flags)
+    if _deny_reason(before):
+        return before, {}
+    # a new process group on every call: it must not make every answer different
+    after = hook.answer(gemini_after("cat missing.txt", "No such file", 1, 9000 + i), *flags)
+    return before, after
+
+
+LAPS: dict[str, Callable[..., tuple[dict[str, Any], dict[str, Any]]]] = {
+    "claude-code": _claude_lap,
+    "codex": _codex_lap,
+    "gemini": _gemini_lap,
+}
+
+
+def _run(hook: Hook, agent: str, laps: int, *flags: str) -> list[str]:
+    """What each lap got: ``ran``, ``noted``, ``refused`` or ``ended``."""
+    seen = []
+    for i in range(laps):
+        before, after = LAPS[agent](hook, i, *flags)
+        if before.get("continue") is False:
+            seen.append("ended")
+        elif _deny_reason(before):
+            seen.append("refused")
+        elif _note(after):
+            seen.append("noted")
+        else:
+            assert before == after == {}
+            seen.append("ran")
+    return seen
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini"])
+def test_warn_then_refuse_by_default(hook: Hook, agent: str) -> None:
+    seen = _run(hook, agent, 8)
+    first = seen.index("noted")
+    assert 2 <= first <= 6, seen
+    assert seen[:first] == ["ran"] * first
+    assert seen[first + 1 :] == ["refused"] * (len(seen) - first - 1)
+    assert "loop noted" in hook.log()
+    assert "call refused" in hook.log()
+
+
+def test_the_refusal_is_in_each_cli_own_format(tmp_path: Path) -> None:
+    refusals = {}
+    for agent in LAPS:
+        hook = Hook(tmp_path / agent, "--mode", "refuse")
+        for i in range(8):
+            before, _ = LAPS[agent](hook, i)
+            if _deny_reason(before):
+                refusals[agent] = before
+                break
+    claude = refusals["claude-code"]["hookSpecificOutput"]
+    assert claude["hookEventName"] == "PreToolUse"
+    assert claude["permissionDecisionReason"].startswith("[loopfuse] Loop detected")
+    assert refusals["codex"]["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert set(refusals["gemini"]) == {"decision", "reason"}
+
+
+def test_the_note_comes_after_the_call_as_additional_context(hook: Hook) -> None:
+    for i in range(8):
+        _, after = _claude_lap(hook, i)
+        if _note(after):
+            assert after["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
+            assert after["hookSpecificOutput"]["additionalContext"].startswith("[loopfuse]")
+            return
+    raise AssertionError("never noted")
+
+
+def test_refuse_mode_refuses_at_once_and_note_mode_never(tmp_path: Path) -> None:
+    refused = _run(Hook(tmp_path / "r", "--mode", "refuse"), "claude-code", 6)
+    assert "noted" not in refused
+    assert refused[refused.index("refused") :] == ["refused"] * (6 - refused.index("refused"))
+    noted = _run(Hook(tmp_path / "n", "--mode", "note"), "claude-code", 8)
+    assert "refused" not in noted
+    assert noted.count("noted") >= 3
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "gemini"])
+def test_end_session_ends_a_loop_that_goes_on_after_its_refusal(hook: Hook, agent: str) -> None:
+    seen = _run(hook, agent, 9, "--end-session")
+    refused = seen.index("refused")
+    assert seen[refused + 1] == "ended", seen
+    before, _ = LAPS[agent](hook, 20, "--end-session")
+    assert before["continue"] is False
+    assert _deny_reason(before) is not None  # Claude Code runs the call once more without it
+    assert "ended the session" in before["stopReason"]
+
+
+def test_codex_is_never_sent_continue_false(hook: Hook) -> None:
+    """Codex runs the command when a deny comes with ``continue: false``."""
+    seen = _run(hook, "codex", 10, "--end-session")
+    assert "ended" not in seen
+    assert seen[-1] == "refused"
+    assert "Codex cannot be ended" in hook.log()
+
+
+def test_an_answer_that_moves_is_not_a_loop(hook: Hook) -> None:
+    """A poll whose output changes (``tail -5 build.log``) is never refused."""
+    for i in range(12):
+        before = hook.answer(claude_pre("tail -5 build.log", f"t{i}"))
+        assert before == {}
+        after = hook.answer(claude_post("tail -5 build.log", f"t{i}", f"step {i} of 40"))
+        assert after == {}
+
+
+def test_gemini_answers_pair_with_their_calls_in_order(hook: Hook) -> None:
+    """No call id: the oldest call of the same tool and arguments without an answer."""
+    hook.answer(gemini_before("ls a"))
+    hook.answer(gemini_before("ls a"))
+    hook.answer(gemini_after("ls a", "x", 0, 1))
+    state = hook_state.load(_only_session(hook.root))
+    calls = [e for e in state.events if e[0] == "call"]
+    answers = [e for e in state.events if e[0] == "answer"]
+    assert [a[1] for a in answers] == [calls[0][1]]
+
+
+def test_the_answer_of_a_refused_call_is_not_counted_as_a_call(hook: Hook) -> None:
+    for i in range(8):
+        before, _ = _claude_lap(hook, i, "--mode", "refuse")
+        if _deny_reason(before):
+            break
+    path = _only_session(hook.root)
+    calls = len([e for e in hook_state.load(path).events if e[0] == "call"])
+    hook.answer(claude_failure("cat missing.txt", f"toolu_{i}", "No such file"))
+    assert len([e for e in hook_state.load(path).events if e[0] == "call"]) == calls
+
+
+def test_a_user_setting_from_the_command_line_and_the_settings_file(
+    hook: Hook, tmp_path: Path
+) -> None:
+    config = tmp_path / "loopfuse.toml"
+    config.write_text('max_observation_steps = 2\nmax_strikes = 1\n[hook]\nmode = "refuse"\n')
+    seen = _run(hook, "claude-code", 4, "--config", str(config))
+    assert seen == ["ran", "ran", "refused", "refused"]
+    ignored = _run(Hook(tmp_path / "i"), "claude-code", 6, "--ignore-tools", "Bash")
+    assert ignored == ["ran"] * 6
+
+
+def test_scan_reads_a_settings_file_with_a_hook_table(tmp_path: Path) -> None:
+    """One file for both: ``loopfuse scan --config`` skips the ``[hook]`` table."""
+    from loopfuse.cli.config import Settings, apply, load_toml
+
+    config = tmp_path / "loopfuse.toml"
+    config.write_text('max_strikes = 2\n[hook]\nmode = "refuse"\n')
+    assert apply(load_toml(config), Settings(), str(config)).max_strikes == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted"),
+    [
+        (["--end-session", "--no-normalize-answers"], {"end_session": True}),
+        (["--tool-limits=deploy=1"], {"tool_limits": "deploy=1"}),
+    ],
+)
+def test_flags(argv: list[str], wanted: dict[str, object]) -> None:
+    assert wanted.items() <= read_flags(argv).items()
+
+
+@pytest.mark.parametrize("argv", [["--nope"], ["--mode"], ["scan"], ["--end-session=yes"]])
+def test_a_bad_flag_is_a_config_error(argv: list[str]) -> None:
+    with pytest.raises(ConfigError):
+        read_flags(argv)
+
+
+# --- never break the agent ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        json.dumps({**claude_pre("ls", "t"), "hook_event_name": "SessionStart"}).encode(),
+        json.dumps({"hook_event_name": "BeforeTool", "tool_name": "x"}).encode(),
+        b"\xff\xfe",
+        b"[" * 100_000,
+    ],
+)
+def test_bad_input_allows_the_call_and_logs_one_line(hook: Hook, raw: bytes) -> None:
+    assert hook(raw) == ("", 0)
+    assert len(hook.log().splitlines()) == 1
+    assert "the call is allowed" in hook.log()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--mode", "loud"], ["--max-strikes", "-1"], ["--config", "/no/such/file.toml"]],
+)
+def test_bad_settings_allow_the_call_and_say_why_in_the_log(hook: Hook, flags: list[str]) -> None:
+    assert hook(claude_pre("ls", "t1"), *flags) == ("", 0)
+    assert "ConfigError" in hook.log()
+
+
+def test_loopfuse_hook_off_in_the_environment_lets_everything_through(tmp_path: Path) -> None:
+    raw = json.dumps(claude_pre("ls", "t")).encode()
+    env = {"LOOPFUSE_HOOK": "off"}
+    assert handle(raw, ["--state-dir", str(tmp_path)], env, lambda: 0.0) == ("", 0)
+    assert not (tmp_path / "sessions").exists()
+
+
+def _only_session(root: Path) -> str:
+    (path,) = (root / "sessions").glob("*.json")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x00garbage{",
+        b'{"format": "someone-else", "version": 1}',
+        b'{"format": "loopfuse-hook-state", "version": 99, "events": []}',
+        b'{"format": "loopfuse-hook-state", "version": 1, "events": {}, "noted": {}}',
+        b'{"format": "loopfuse-hook-state", "version": 1, "events": [["call", 1]],'
+        b' "noted": {}, "refused": {}, "next_id": 1}',
+        b"[" * 100_000,
+    ],
+)
+def test_a_corrupt_foreign_or_future_state_file_is_a_fresh_start(
+    hook: Hook, content: bytes
+) -> None:
+    hook.answer(claude_pre("cat missing.txt", "t0"))
+    path = Path(_only_session(hook.root))
+    path.write_bytes(content)
+    assert _run(hook, "claude-code", 3) == ["ran", "ran", "ran"]
+    assert "Error" not in hook.log()
+
+
+def test_a_state_folder_that_cannot_be_written_allows_the_call(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    hook = Hook(blocked / "state")
+    assert hook(claude_pre("ls", "t1")) == ("", 0)
+
+
+def test_a_session_locked_too_long_allows_the_call(hook: Hook) -> None:
+    hook.answer(claude_pre("ls", "t0"))
+    lock = _only_session(hook.root).removesuffix(".json") + ".lock"
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert hook(claude_pre("ls", "t1"), "--lock-timeout", "0.01") == ("", 0)
+    finally:
+        os.close(fd)
+    assert "LockTimeout" in hook.log()
+
+
+def test_the_lock_wait_is_bounded_on_its_clock(tmp_path: Path) -> None:
+    path = str(tmp_path / "sessions" / "s.json")
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    with hook_state.locked(path, 1.0), pytest.raises(hook_state.LockTimeout):  # noqa: SIM117
+        with hook_state.locked(path, 0.5, clock=lambda: now[0], sleep=sleep):
+            pass
+    assert 0.5 <= sum(slept) < 0.51
+
+
+# --- bounded, cleaned up --------------------------------------------------------------------
+
+
+def test_state_stays_bounded(hook: Hook) -> None:
+    """The detector's window of calls and answers, with long texts as their hash."""
+    big = "x" * 100_000
+    for i in range(40):
+        hook.answer(claude_pre(f"echo {i} {big}", f"t{i}"), "--detector-window", "12")
+        answer = claude_post(f"echo {i} {big}", f"t{i}", f"{i} {big}")
+        hook.answer(answer, "--detector-window", "12")
+    path = _only_session(hook.root)
+    assert os.path.getsize(path) < 10_000
+    events = hook_state.load(path).events
+    assert len(events) == 24
+    assert events[-1][0] == "answer"
+
+
+def test_idle_sessions_are_removed_on_an_injected_clock(tmp_path: Path) -> None:
+    root = str(tmp_path)
+    old = hook_state.session_path(root, "codex", "old")
+    new = hook_state.session_path(root, "codex", "new")
+    for path in (old, new):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        hook_state.save(path, hook_state.SessionState())
+    now = 1_900_000_000.0
+    os.utime(old, (now - hook_state.MAX_IDLE - 1,) * 2)
+    os.utime(new, (now - 60,) * 2)
+    assert hook_state.cleanup(root, now) == 1
+    assert not os.path.exists(old)
+    assert os.path.exists(new)
+    os.utime(new, (now - hook_state.MAX_IDLE - 1,) * 2)
+    assert hook_state.cleanup(root, now + 60) == 0  # looked an hour ago at most once
+    assert hook_state.cleanup(root, now + hook_state.CLEANUP_EVERY) == 1
+
+
+def test_a_session_whose_hook_runs_is_not_removed(tmp_path: Path) -> None:
+    root = str(tmp_path)
+    path = hook_state.session_path(root, "gemini", "busy")
+    os.makedirs(os.path.dirname(path))
+    hook_state.save(path, hook_state.SessionState())
+    os.utime(path, (0, 0))
+    with hook_state.locked(path, 1.0):
+        assert hook_state.cleanup(root, 1_900_000_000.0) == 0
+    assert os.path.exists(path)
+
+
+def test_odd_session_ids_make_safe_file_names(tmp_path: Path) -> None:
+    for session in ("../../etc/passwd", ".hidden", "a" * 500, "é/ü"):
+        path = hook_state.session_path(str(tmp_path), "codex", session)
+        assert os.path.dirname(path) == str(tmp_path / "sessions")
+
+
+# --- the console script -------------------------------------------------------------------
+
+
+def _script() -> list[str]:
+    installed = Path(sys.executable).parent / "loopfuse"
+    return [str(installed)] if installed.exists() else [sys.executable, "-m", "loopfuse"]
+
+
+def _run_script(
+    payload: object, root: Path, *flags: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return subprocess.run(
+        [*_script(), "hook", "--state-dir", str(root), *flags],
+        input=raw,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_the_console_script_keeps_the_stdin_stdout_exit_contract(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    outputs = []
+    for i in range(8):
+        done = _run_script(claude_pre("cat missing.txt", f"t{i}"), root, "--mode", "refuse")
+        assert done.returncode == 0
+        assert done.stderr == b""
+        outputs.append(done.stdout)
+        if done.stdout:
+            break
+        after = claude_failure("cat missing.txt", f"t{i}", "No such file")
+        assert _run_script(after, root).stdout == b""
+    answer = json.loads(outputs[-1])
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    broken = _run_script(b"{not json", root)
+    assert (broken.returncode, broken.stdout, broken.stderr) == (0, b"", b"")
+
+
+def test_the_hook_imports_the_detector_and_not_the_rest() -> None:
+    code = (
+        "import sys, loopfuse.cli.entry, loopfuse.cli.hook;"
+        "print(sorted(m for m in sys.modules if m.startswith('loopfuse.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    loaded = done.stdout.decode()
+    for heavy in ("loopfuse.integrations", "loopfuse.dedup", "loopfuse.cli.main", "breaker"):
+        assert heavy not in loaded
+    code = "import sys, loopfuse; print(sorted(m for m in sys.modules if 'loopfuse' in m))"
+    bare = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert bare.stdout.decode().strip() == "['loopfuse', 'loopfuse._api']"  # lazy
+
+
+@pytest.fixture
+def eight_parallel_hooks(tmp_path: Path) -> Iterator[tuple[Path, list[subprocess.Popen[bytes]]]]:
+    root = tmp_path / "state"
+    processes = []
+    for _ in range(8):
+        process = subprocess.Popen(
+            [*_script(), "hook", "--state-dir", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        processes.append(process)
+    yield root, processes
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_parallel_hooks_of_one_session_keep_one_consistent_state(
+    eight_parallel_hooks: tuple[Path, list[subprocess.Popen[bytes]]],
+) -> None:
+    root, processes = eight_parallel_hooks
+    # every process has started and waits for its stdin: close them all at once
+    payloads = [json.dumps(claude_pre(f"echo {i}", f"t{i}")).encode() for i in range(8)]
+    for process, payload in zip(processes, payloads, strict=True):
+        assert process.stdin is not None
+        process.stdin.write(payload)
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.close()
+    for process in processes:
+        assert process.wait(timeout=60) == 0
+    (path,) = (root / "sessions").glob("*.json")
+    state = hook_state.load(str(path))
+    ids = sorted(str(e[5]) for e in state.events if e[0] == "call")
+    assert ids == sorted(f"t{i}" for i in range(8))
+    assert not (root / "hook.log").exists()

@@ -12,7 +12,7 @@ without them these tests skip, saying how to install them (in CI they fail).
 from __future__ import annotations
 
 import json
-import shlex
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,9 +115,22 @@ FAILING = "echo attempt >> attempts.log; cat missing.txt"
 NOTED_AT = 3
 
 
-def hook_command(*flags: str) -> str:
-    """``loopfuse hook`` as installed in the environment the tests run in."""
-    return shlex.join([str(Path(sys.executable).with_name("loopfuse")), "hook", *flags])
+def loopfuse_init(home: Home, agent: str, *flags: str) -> str:
+    """Install ``loopfuse hook`` for ``agent`` as a user does: ``loopfuse init`` (the
+    console script of the environment the tests run in), in the isolated home; its
+    output."""
+    loopfuse = Path(sys.executable).with_name("loopfuse")
+    done = subprocess.run(
+        [str(loopfuse), "init", "--agent", HOOK_AGENT[agent], *flags],
+        cwd=home.workspace,
+        env=home.environment("http://127.0.0.1:9", agent),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
 
 
 @dataclass
@@ -165,15 +178,17 @@ class GuardedRun:
         """The one session's state the hook kept."""
         files = sorted((self.state_dir / "sessions").glob(f"{HOOK_AGENT[self.agent]}-*.json"))
         assert len(files) == 1, files
-        return load(files[0])
+        return load(str(files[0]))
 
 
 def guarded(agent: str, home: Home, script: Script, *flags: str) -> GuardedRun:
     """Run ``agent`` on ``script`` with ``loopfuse hook`` installed for it in the isolated
-    home, as a user installs it."""
+    home by ``loopfuse init`` (with ``flags``), as a user installs it."""
     base_settings(home, agent)
-    write_hooks(home, agent, hook_command(*flags))
+    said = loopfuse_init(home, agent, *flags)
+    # Codex runs the hook only once trusted: init says how (for `codex exec`, this flag).
     trust = (TRUST_CODEX_HOOKS,) if agent == "codex" else ()
+    assert (TRUST_CODEX_HOOKS in said) == (agent == "codex")
     with FakeModel(script) as model:
         run = run_agent(agent, home, model.url, "Fix the build.", *trust)
     assert run.returncode == 0, run.stderr[-3000:]

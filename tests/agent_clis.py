@@ -131,9 +131,10 @@ def update_json(path: Path, change: dict[str, Any]) -> None:
     path.write_text(json.dumps(current | change, indent=2), encoding="utf-8")
 
 
-def base_settings(home: Home, agent: str) -> None:
+def base_settings(home: Home, agent: str, own_loop_detection: bool = False) -> None:
     """What each CLI needs to run headless offline, besides hooks: Gemini's auth type
-    (else it exits 41), and its own loop detector, telemetry and updates off."""
+    (else it exits 41), its telemetry and updates off, and its own loop detector off
+    unless ``own_loop_detection`` (so that what stops a loop is the hook)."""
     if agent == "gemini":
         update_json(
             settings_file(home, agent),
@@ -141,7 +142,7 @@ def base_settings(home: Home, agent: str) -> None:
                 "security": {"auth": {"selectedType": "gemini-api-key"}},
                 "privacy": {"usageStatisticsEnabled": False},
                 "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-                "model": {"disableLoopDetection": True},
+                "model": {"disableLoopDetection": not own_loop_detection},
             },
         )
 

@@ -182,10 +182,12 @@ class GuardedRun:
         return load(str(files[0]))
 
 
-def guarded(agent: str, home: Home, script: Script, *flags: str) -> GuardedRun:
+def guarded(
+    agent: str, home: Home, script: Script, *flags: str, own_loop_detection: bool = False
+) -> GuardedRun:
     """Run ``agent`` on ``script`` with ``loopfuse hook`` installed for it in the isolated
     home by ``loopfuse init`` (with ``flags``), as a user installs it."""
-    base_settings(home, agent)
+    base_settings(home, agent, own_loop_detection)
     said = loopfuse_init(home, agent, *flags)
     # Codex runs the hook only once trusted: init says how (for `codex exec`, this flag).
     trust = (TRUST_CODEX_HOOKS,) if agent == "codex" else ()
@@ -250,6 +252,18 @@ def test_with_end_session_a_loop_that_goes_on_after_its_refusal_ends_the_session
         transcripts = list((home.home / ".claude" / "projects").glob("*/*.jsonl"))
         shown = "".join(path.read_text(encoding="utf-8") for path in transcripts)
         assert "hook stopped continuation: [loopfuse]" in shown
+
+
+@pytest.mark.slow
+@needs("gemini")
+def test_gemini_cli_own_loop_detector_on_loopfuse_tells_and_refuses_first(home: Home) -> None:
+    """Gemini CLI's own detector (on by default) stops a session at its 5th identical call
+    and knows nothing of answers; with it on, loopfuse has told and refused before."""
+    turns = 8
+    done = guarded("gemini", home, same_command(FAILING, turns), own_loop_detection=True)
+    assert (done.first_turn("note"), done.first_turn("refusal")) == (NOTED_AT, NOTED_AT + 1)
+    assert done.attempts() == NOTED_AT
+    assert len(done.model.turns) < turns + 1  # then Gemini's own detector ended the run
 
 
 def assert_untouched(done: GuardedRun, calls: int) -> None:

@@ -113,3 +113,8 @@ def gemini_after(command: str, output: str, code: int, pgid: int) -> dict[str, A
             "returnDisplay": output,
         },
     }
+
+
+def prompt(common: dict[str, Any], event: str, text: str = "try again") -> dict[str, Any]:
+    """The user's prompt: Claude Code's and Codex's UserPromptSubmit, Gemini's BeforeAgent."""
+    return {**common, "hook_event_name": event, "prompt": text}

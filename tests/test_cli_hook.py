@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 
 from hook_payloads import (
+    CLAUDE_COMMON,
+    CODEX_COMMON,
+    GEMINI_COMMON,
     claude_failure,
     claude_post,
     claude_pre,
@@ -22,10 +25,11 @@ from hook_payloads import (
     codex_pre,
     gemini_after,
     gemini_before,
+    prompt,
 )
 from loopfuse.cli import hook_state
 from loopfuse.cli.agents import HookPayloadError, parse_event
-from loopfuse.cli.hook import handle, read_flags
+from loopfuse.cli.hook import DETECTOR_WINDOW, MAX_ANSWER_TEXT, handle, read_flags
 from loopfuse.errors import ConfigError
 
 
@@ -236,6 +240,22 @@ def test_codex_is_never_sent_continue_false(hook: Hook) -> None:
     assert "Codex cannot be ended" in hook.log()
 
 
+@pytest.mark.parametrize(
+    ("agent", "payload"),
+    [
+        ("claude-code", prompt(CLAUDE_COMMON, "UserPromptSubmit")),
+        ("codex", prompt(CODEX_COMMON, "UserPromptSubmit")),
+        ("gemini", prompt(GEMINI_COMMON, "BeforeAgent")),
+    ],
+)
+def test_a_user_prompt_starts_a_new_run(hook: Hook, agent: str, payload: dict[str, Any]) -> None:
+    """ "Try again" from the user is not refused for the loop before it."""
+    seen = _run(hook, agent, 8)
+    assert seen[-1] == "refused"
+    assert hook.answer(payload, "--agent", agent) == {}
+    assert _run(hook, agent, 2) == ["ran", "ran"]
+
+
 def test_an_answer_that_moves_is_not_a_loop(hook: Hook) -> None:
     """A poll whose output changes (``tail -5 build.log``) is never refused."""
     for i in range(12):
@@ -406,17 +426,39 @@ def test_the_lock_wait_is_bounded_on_its_clock(tmp_path: Path) -> None:
 
 
 def test_state_stays_bounded(hook: Hook) -> None:
-    """The detector's window of calls and answers, with long texts as their hash."""
+    """The detector's window of calls and answers; long arguments as their hash, an
+    answer as its digest once the next call is checked (until then, head and tail)."""
     big = "x" * 100_000
     for i in range(40):
         hook.answer(claude_pre(f"echo {i} {big}", f"t{i}"), "--detector-window", "12")
         answer = claude_post(f"echo {i} {big}", f"t{i}", f"{i} {big}")
         hook.answer(answer, "--detector-window", "12")
     path = _only_session(hook.root)
-    assert os.path.getsize(path) < 10_000
+    assert os.path.getsize(path) < MAX_ANSWER_TEXT + 10_000
     events = hook_state.load(path).events
     assert len(events) == 24
     assert events[-1][0] == "answer"
+    assert len(events[-1][2]["answer"]) < MAX_ANSWER_TEXT + 100
+    hook.answer(claude_pre("ls", "t-last"), "--detector-window", "12")
+    assert os.path.getsize(path) < 10_000
+
+
+def test_an_after_hook_does_not_import_the_detector(tmp_path: Path) -> None:
+    """Half the hooks are after a call: they keep the answer and pay for nothing else."""
+    payload = json.dumps(claude_post("ls", "t1", "a.py"))
+    code = (
+        "import sys; from loopfuse.cli.hook import handle;"
+        f"print(handle({payload!r}.encode(), ['--state-dir', {str(tmp_path)!r}], {{}}, "
+        "lambda: 0.0), 'loopfuse.detector' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert done.stdout.decode().strip() == "('', 0) False"
+
+
+def test_the_hook_bounds_the_state_with_the_detector_default_window() -> None:
+    from loopfuse.detector import DEFAULT_WINDOW
+
+    assert DETECTOR_WINDOW == DEFAULT_WINDOW
 
 
 def test_idle_sessions_are_removed_on_an_injected_clock(tmp_path: Path) -> None:
@@ -513,8 +555,8 @@ def eight_parallel_hooks(tmp_path: Path) -> Iterator[tuple[Path, list[subprocess
     root = tmp_path / "state"
     processes = []
     for _ in range(8):
-        process = subprocess.Popen(
-            [*_script(), "hook", "--state-dir", str(root)],
+        process = subprocess.Popen(  # a loaded machine must not time the lock out
+            [*_script(), "hook", "--state-dir", str(root), "--lock-timeout", "60"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

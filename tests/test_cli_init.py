@@ -37,10 +37,11 @@ PATHS = {
     "gemini": Path(".gemini/settings.json"),
 }
 EVENTS = {
-    "claude-code": {"PreToolUse", "PostToolUse", "PostToolUseFailure"},
-    "codex": {"PreToolUse", "PostToolUse"},
-    "gemini": {"BeforeTool", "AfterTool"},
+    "claude-code": {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"},
+    "codex": {"PreToolUse", "PostToolUse", "UserPromptSubmit"},
+    "gemini": {"BeforeTool", "AfterTool", "BeforeAgent"},
 }
+PROMPT_EVENTS = {"UserPromptSubmit", "BeforeAgent"}
 
 
 @pytest.mark.parametrize("agent", list(PATHS))
@@ -51,9 +52,9 @@ def test_install_writes_one_entry_per_tool_event_with_the_absolute_script(
     assert (status, err) == (0, "")
     settings = read(tmp_path / PATHS[agent])
     assert set(settings["hooks"]) == EVENTS[agent]
-    for groups in settings["hooks"].values():
+    for event, groups in settings["hooks"].items():
         (group,) = groups
-        assert group["matcher"] == "*"
+        assert group.get("matcher") == (None if event in PROMPT_EVENTS else "*")
         assert group["hooks"] == [{"type": "command", "command": f"{SCRIPT} hook --agent {agent}"}]
     assert ("trust" in out) == (agent == "codex")
 

@@ -35,6 +35,7 @@ __all__ = [
     "AFTER_EVENTS",
     "AGENTS",
     "BEFORE_EVENTS",
+    "TURN_EVENTS",
     "Action",
     "HookEvent",
     "HookPayloadError",
@@ -63,6 +64,14 @@ AFTER_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
 }
 """Each CLI's hook events that come after a tool call (with its answer)."""
 
+TURN_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
+    "claude-code": ("UserPromptSubmit",),
+    "codex": ("UserPromptSubmit",),
+    "gemini": ("BeforeAgent",),
+}
+"""Each CLI's hook event for a prompt the user sent: a new run starts (the detector's
+``break_run``), so that "try again" is not refused for the loop before it."""
+
 # Shell tools whose ``description`` is the model's prose about the command, not the call:
 # the same command with another description is the same call.
 _DESCRIBED_SHELLS: Final = frozenset({"Bash", "run_shell_command", "shell", "exec_command"})
@@ -85,7 +94,7 @@ class HookEvent:
     """
 
     agent: Agent
-    phase: Literal["before", "after"]
+    phase: Literal["before", "after", "turn"]
     event_name: str
     session: str
     tool_name: str
@@ -108,7 +117,7 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
     """The tool event in ``payload`` (a CLI's hook input); ``agent`` forces the CLI.
 
     Raises :class:`HookPayloadError` for anything that is not a before- or after-tool
-    event of the CLI.
+    event of the CLI, or its event for a user's prompt.
     """
     if not isinstance(payload, dict):
         raise HookPayloadError("the hook input is not a JSON object")
@@ -123,15 +132,19 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
     else:
         raise HookPayloadError(f"unknown agent {agent!r}")
     if event_name in BEFORE_EVENTS[who]:
-        phase: Literal["before", "after"] = "before"
+        phase: Literal["before", "after", "turn"] = "before"
     elif event_name in AFTER_EVENTS[who]:
         phase = "after"
+    elif event_name in TURN_EVENTS[who]:
+        phase = "turn"
     else:
         raise HookPayloadError(f"{who} event {event_name!r} is not a tool event")
     session = payload.get("session_id")
-    tool_name = payload.get("tool_name")
     if not isinstance(session, str) or not session:
         raise HookPayloadError("the hook input has no session_id")
+    if phase == "turn":
+        return HookEvent(who, phase, event_name, session, "", None)
+    tool_name = payload.get("tool_name")
     if not isinstance(tool_name, str) or not tool_name:
         raise HookPayloadError("the hook input has no tool_name")
     tool_input = payload.get("tool_input")
@@ -207,7 +220,7 @@ def render(event: HookEvent, action: Action, reason: str = "") -> tuple[str, int
     ('{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", \
 "permissionDecisionReason": "stop"}}', 0)
     """
-    if action == "allow" or (action == "note" and event.phase != "after"):
+    if action == "allow" or event.phase == "turn" or (action == "note" and event.phase != "after"):
         return "", 0
     if action == "note":
         note = {"hookEventName": event.event_name, "additionalContext": reason}

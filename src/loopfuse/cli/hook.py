@@ -55,13 +55,18 @@ __all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
 MODES: Final = ("warn", "refuse", "note")
 WARN_WINDOW: Final = 600.0
 """Seconds a note (and a refusal) is remembered, as the integrations' ``warn_window``."""
-LOCK_TIMEOUT: Final = 2.0
+LOCK_TIMEOUT: Final = 5.0
 """Seconds a hook waits for its session's lock before it allows the call unguarded."""
 MAX_LOG_BYTES: Final = 1024 * 1024
 """The log is moved to ``hook.log.1`` past this size (one old log is kept)."""
 MAX_ARGUMENT_TEXT: Final = 4096
 """Argument strings longer than this are kept as their length and hash."""
 MIN_EVENTS: Final = 16
+DETECTOR_WINDOW: Final = 48
+"""The detector's default ``window`` (``loopfuse.detector.DEFAULT_WINDOW``), here so that an
+after-hook bounds the state without importing the detector."""
+MAX_ANSWER_TEXT: Final = 64 * 1024
+"""An answer longer than this is kept as its head and tail (half each) and its length."""
 
 _DETECTOR_OPTIONS: Final = tuple(o for o in OPTIONS if o.group == "detector")
 _DETECTOR_NAMES: Final = frozenset(o.name for o in _DETECTOR_OPTIONS)
@@ -261,6 +266,10 @@ def handle(
         event = parse_event(payload, settings.agent)
         path = session_path(root, event.agent, event.session)
         now = clock()
+        if event.phase == "before":
+            # Import the detector before taking the lock: the hooks of parallel calls
+            # wait for the lock only while one of them decides, not while it imports.
+            import loopfuse.detector  # noqa: F401
         with locked(path, settings.lock_timeout):
             state = load(path)
             action, reason, logged = _decide(event, state, settings, now)
@@ -285,32 +294,52 @@ def _decide(
 ) -> tuple[Action, str, str]:
     """Decide on ``event``, updating ``state``: the action, the reason for the model,
     and a line for the log (empty: nothing worth logging)."""
-    from loopfuse.detector import LoopDetected, LoopDetector, ToolCall, results_digest
-
     _forget(state, now)
-    detector = LoopDetector(**detector_arguments(settings.detector))  # type: ignore[arg-type]
-    records = _replay(detector, state)
-    arguments = _bounded(event.tool_input)
-    if event.phase == "after":
-        paired = _paired(state, event, arguments)
-        note: object = None
-        if paired is not None and paired[4] is False:
-            return "allow", "", ""  # the answer of a refused call: nothing ran
-        if paired is None:  # its before-hook was not ours (installed mid-call): count it now
-            call_id = _new_call(state, event, arguments, None)
-            try:
-                records[call_id] = detector.check([ToolCall(event.tool_name, arguments)])
-            except LoopDetected as loop:
-                records[call_id] = loop.record
-        else:
-            call_id, note = str(paired[1]), paired[4]
-        call = ToolCall(event.tool_name, arguments)
-        digest = results_digest([call], [_bounded(event.answer)], error=event.error)
-        state.events.append(["answer", call_id, digest])
-        _trim(state, detector.settings.window)
-        if isinstance(note, str):
-            return "note", note, ""
+    if event.phase == "turn":  # the user spoke: a new run, as LoopDetector.break_run
+        state.events.clear()
+        state.noted.clear()
+        state.refused.clear()
         return "allow", "", ""
+    if event.phase == "after":
+        return _after(event, state, settings)
+    return _before(event, state, settings, now)
+
+
+def _after(
+    event: HookEvent, state: SessionState, settings: HookSettings
+) -> tuple[Action, str, str]:
+    """Keep the answer of a call, and give the model the note its loop got, if any.
+
+    The answer is kept as it came (bounded, see :func:`_kept_answer`) and digested by
+    the next before-hook, which imports the detector anyway: an after-hook does not."""
+    arguments = _bounded(event.tool_input)
+    paired = _paired(state, event, arguments)
+    note: object = None
+    if paired is not None and paired[4] is False:
+        return "allow", "", ""  # the answer of a refused call: nothing ran
+    if paired is None:  # its before-hook was not ours (installed mid-call): count it now
+        call_id = _new_call(state, event, arguments, None)
+    else:
+        call_id, note = str(paired[1]), paired[4]
+    answer = {"answer": _kept_answer(event.answer), "error": event.error}
+    state.events.append(["answer", call_id, answer])
+    window = settings.detector.get("detector_window", DETECTOR_WINDOW)
+    _trim(state, window if isinstance(window, int) else DETECTOR_WINDOW)
+    if isinstance(note, str):
+        return "note", note, ""
+    return "allow", "", ""
+
+
+def _before(
+    event: HookEvent, state: SessionState, settings: HookSettings, now: float
+) -> tuple[Action, str, str]:
+    """Check the call about to run with the session's detector, and act on a loop."""
+    from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
+
+    detector = LoopDetector(**detector_arguments(settings.detector))  # type: ignore[arg-type]
+    _digest_answers(state)
+    _replay(detector, state)
+    arguments = _bounded(event.tool_input)
     call = ToolCall(event.tool_name, arguments)
     try:
         detector.check([call])
@@ -344,6 +373,28 @@ def _decide(
             action = "deny"
             logged = f"{logged.replace('session ended', 'call refused')}; Codex cannot be ended"
     return action, message, logged
+
+
+def _digest_answers(state: SessionState) -> None:
+    """Replace each answer an after-hook kept by its digest (its call's tool and
+    arguments are part of it); an answer whose call is gone is dropped."""
+    from loopfuse.detector import ToolCall, results_digest
+
+    calls = {e[1]: e for e in state.events if e[0] == "call" and len(e) == 6}
+    for event in state.events:
+        if event[0] != "answer" or len(event) != 3 or not isinstance(event[2], dict):
+            continue
+        call = calls.get(event[1])
+        kept = event[2]
+        error = kept.get("error")
+        try:
+            if call is None or not (error is None or isinstance(error, bool)):
+                raise ValueError("no call, or not an answer")
+            tool = ToolCall(call[2], call[3])  # type: ignore[arg-type]
+            event[2] = results_digest([tool], [kept.get("answer")], error=error)
+        except Exception:  # a damaged event: the replay drops what it cannot read
+            event[2] = None
+            event[0] = "damaged"
 
 
 def _replay(detector: object, state: SessionState) -> dict[str, object]:
@@ -438,6 +489,18 @@ def _bounded(value: object) -> object:
     if isinstance(value, list):
         return [_bounded(v) for v in value]
     return value
+
+
+def _kept_answer(answer: object) -> object:
+    """``answer`` as the state keeps it: text up to :data:`MAX_ANSWER_TEXT` as it is
+    (the detector's normalisation needs it), longer text as its head, its length and
+    its tail; a JSON value with its long strings hashed (:func:`_bounded`)."""
+    if not isinstance(answer, str):
+        return _bounded(answer)
+    if len(answer) <= MAX_ANSWER_TEXT:
+        return answer
+    half = MAX_ANSWER_TEXT // 2
+    return f"{answer[:half]}\n[... {len(answer)} characters in all ...]\n{answer[-half:]}"
 
 
 def _log(root: str, now: float, event: HookEvent | None, text: str) -> None:

@@ -2,7 +2,8 @@
 
 ``loopfuse init --agent claude-code|codex|gemini [--project] [--remove] [--dry-run]``
 adds one hook entry per tool event (see :data:`~loopfuse.cli.agents.BEFORE_EVENTS` and
-:data:`~loopfuse.cli.agents.AFTER_EVENTS`) to the CLI's settings file, running the
+:data:`~loopfuse.cli.agents.AFTER_EVENTS`) and for the user's prompt
+(:data:`~loopfuse.cli.agents.TURN_EVENTS`) to the CLI's settings file, running the
 absolute path of the installed ``loopfuse`` (so the hook works outside the venv):
 
 - Claude Code: ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR``), or
@@ -31,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BEFORE_EVENTS
+from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BEFORE_EVENTS, TURN_EVENTS
 
 __all__ = ["InitError", "hook_command", "install", "main", "settings_path", "uninstall"]
 
@@ -45,8 +46,10 @@ CODEX_TRUST: Final = (
 
 
 _EVENTS: Final[dict[str, tuple[str, ...]]] = {
-    agent: (*BEFORE_EVENTS[agent], *AFTER_EVENTS[agent]) for agent in AGENTS
+    agent: (*BEFORE_EVENTS[agent], *AFTER_EVENTS[agent], *TURN_EVENTS[agent]) for agent in AGENTS
 }
+
+_PROMPT_EVENTS: Final = frozenset(event for events in TURN_EVENTS.values() for event in events)
 
 
 class InitError(Exception):
@@ -127,7 +130,9 @@ def install(settings: dict[str, Any], agent: str, command: str, path: Path) -> d
     result = uninstall(settings, agent, path)
     hooks = dict(_events(result, path))
     for event in _EVENTS[agent]:
-        entry = {"matcher": "*", "hooks": [{"type": "command", "command": command}]}
+        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
+        if event not in _PROMPT_EVENTS:  # a prompt has no tool to match
+            entry = {"matcher": "*", **entry}
         hooks[event] = [*hooks.get(event, []), entry]
     return {**result, "hooks": hooks}
 

@@ -490,6 +490,15 @@ def test_a_session_whose_hook_runs_is_not_removed(tmp_path: Path) -> None:
     assert os.path.exists(path)
 
 
+def test_state_is_private_to_the_user(hook: Hook) -> None:
+    """It holds command lines and their output."""
+    hook.answer(claude_pre("cat .env", "t1"))
+    path = Path(_only_session(hook.root))
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    assert hook.root.stat().st_mode & 0o777 == 0o700
+
+
 def test_odd_session_ids_make_safe_file_names(tmp_path: Path) -> None:
     for session in ("../../etc/passwd", ".hidden", "a" * 500, "é/ü"):
         path = hook_state.session_path(str(tmp_path), "codex", session)

@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 __all__ = [
     "AFTER_EVENTS",
@@ -85,8 +84,7 @@ class HookPayloadError(ValueError):
     """What a CLI sent is not a tool event this hook can read (the call is allowed)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HookEvent:
+class HookEvent(NamedTuple):
     """One hook invocation, read: which CLI, before or after which tool call.
 
     ``answer`` and ``error`` are set after a call: the answer's text (or JSON value) with
@@ -163,7 +161,7 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
     if phase == "before":
         return event
     answer, error, code = _answer(who, event_name, payload)
-    return replace(event, answer=answer, error=error, exit_code=code)
+    return event._replace(answer=answer, error=error, exit_code=code)
 
 
 def _answer(

@@ -28,8 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from blake3 import blake3
 
@@ -81,8 +80,7 @@ _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so the
 _ENDED: Final = "It went on after loopfuse refused it, so loopfuse ended the session."
 
 
-@dataclass(frozen=True, slots=True)
-class HookSettings:
+class HookSettings(NamedTuple):
     """What ``loopfuse hook`` was told, from its flags and its settings file."""
 
     agent: str | None = None
@@ -90,7 +88,7 @@ class HookSettings:
     end_session: bool = False
     state_dir: str | None = None
     lock_timeout: float = LOCK_TIMEOUT
-    detector: dict[str, object] = field(default_factory=dict)
+    detector: Mapping[str, object] = {}  # never changed: a new dict is built
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -246,17 +244,16 @@ def handle(
 
     ``clock`` is the wall clock (seconds), for warn mode's memory and the cleanup.
     """
-    root: str | None = None
+    root = state_root(None, env)  # where a problem is logged, until the settings say
     event: HookEvent | None = None
     try:
-        settings = HookSettings()
-        try:
-            flags = read_flags(argv)
-            given = flags.get("state_dir")
-            root = state_root(given if isinstance(given, str) else None, env)
-            settings = settings_of(flags, env)
-        finally:
-            root = state_root(settings.state_dir, env) if settings.state_dir else root
+        flags = read_flags(argv)
+        given = flags.get("state_dir")
+        if isinstance(given, str):
+            root = state_root(given, env)
+        settings = settings_of(flags, env)
+        if settings.state_dir:
+            root = state_root(settings.state_dir, env)
         if env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no"):
             return "", 0
         try:
@@ -285,7 +282,8 @@ def handle(
     except (ConfigError, HookPayloadError, LockTimeout) as exc:
         _log_failure(root, clock, event, f"{type(exc).__name__}: {exc}; the call is allowed")
     except Exception as exc:  # never break the agent: the call goes on unguarded
-        _log_failure(root, clock, event, f"internal error {type(exc).__name__}: {exc}")
+        problem = f"internal error {type(exc).__name__}: {exc}; the call is allowed"
+        _log_failure(root, clock, event, problem)
     return "", 0
 
 
@@ -510,7 +508,7 @@ def _log(root: str, now: float, event: HookEvent | None, text: str) -> None:
     who = f"{event.agent} {event.session} {event.event_name}" if event else "-"
     line = f"{stamp} {who}: {text}".replace("\r", " ").replace("\n", " ")[:2000] + "\n"
     try:
-        os.makedirs(root, exist_ok=True)
+        os.makedirs(root, mode=0o700, exist_ok=True)
         log = os.path.join(root, "hook.log")
         try:
             if os.stat(log).st_size > MAX_LOG_BYTES:
@@ -523,8 +521,6 @@ def _log(root: str, now: float, event: HookEvent | None, text: str) -> None:
         pass
 
 
-def _log_failure(
-    root: str | None, clock: Callable[[], float], event: HookEvent | None, text: str
-) -> None:
+def _log_failure(root: str, clock: Callable[[], float], event: HookEvent | None, text: str) -> None:
     with contextlib.suppress(Exception):  # the log is best effort: the agent goes on
-        _log(root or state_root(), clock(), event, text)
+        _log(root, clock(), event, text)

@@ -10,6 +10,8 @@ session's recent tool calls and their answers, which each hook replays into a fr
   written under an exclusive lock (``flock`` on a ``.lock`` file beside it), waited for
   a bounded time (:class:`LockTimeout` past it), and replaced atomically.
 - Bounded: the events kept are capped; large argument strings are kept as a hash.
+- Private: the files hold command lines and their output, so folders are created
+  ``0700`` and files ``0600``.
 - A file that is corrupt, foreign or of another version is a fresh start.
 - Sessions idle for :data:`MAX_IDLE` seconds are removed, at most once per
   :data:`CLEANUP_EVERY` seconds and at most :data:`CLEANUP_BATCH` files per run.
@@ -25,7 +27,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Final
 
 from blake3 import blake3
@@ -62,7 +63,6 @@ class LockTimeout(Exception):
     """The session's lock was not had in time (the hook allows the call)."""
 
 
-@dataclass(slots=True)
 class SessionState:
     """A session's recent hook events, and what warn mode remembers.
 
@@ -73,10 +73,20 @@ class SessionState:
     map a loop's key to when it was last noted or refused.
     """
 
-    events: list[list[object]] = field(default_factory=list)
-    noted: dict[str, float] = field(default_factory=dict)
-    refused: dict[str, float] = field(default_factory=dict)
-    next_id: int = 0
+    __slots__ = ("events", "next_id", "noted", "refused")
+
+    def __init__(
+        self,
+        events: list[list[object]] | None = None,
+        noted: dict[str, float] | None = None,
+        refused: dict[str, float] | None = None,
+        next_id: int = 0,
+    ) -> None:
+        # A plain class, not a dataclass: an after-hook does not import dataclasses.
+        self.events = [] if events is None else events
+        self.noted = {} if noted is None else noted
+        self.refused = {} if refused is None else refused
+        self.next_id = next_id
 
 
 def state_root(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -118,7 +128,9 @@ def locked(
 ) -> Iterator[None]:
     """Hold the exclusive lock of ``path``'s session; :class:`LockTimeout` after
     ``timeout`` seconds of trying."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    sessions = os.path.dirname(path)
+    os.makedirs(os.path.dirname(sessions), mode=0o700, exist_ok=True)  # the state folder
+    os.makedirs(sessions, mode=0o700, exist_ok=True)
     fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         deadline = clock() + timeout
@@ -200,7 +212,8 @@ def save(path: str, state: SessionState, now: float | None = None) -> None:
     folder, name = os.path.split(path)
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "w", encoding="utf-8", errors="surrogatepass") as file:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with open(fd, "w", encoding="utf-8", errors="surrogatepass") as file:
             file.write(text)
         if now is not None:
             os.utime(temporary, (now, now))
@@ -224,7 +237,7 @@ def cleanup(root: str, now: float, max_idle: float = MAX_IDLE) -> int:
             return 0
     except FileNotFoundError:
         pass
-    os.makedirs(root, exist_ok=True)
+    os.makedirs(root, mode=0o700, exist_ok=True)
     with open(marker, "a"):
         pass
     os.utime(marker, (now, now))

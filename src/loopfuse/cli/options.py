@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
-from loopfuse.cli.tokens import Price
 from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -28,8 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["GUARDS", "OPTIONS", "Option", "detector_arguments", "load_toml", "parse_value"]
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
+class Option(NamedTuple):
     """One setting: its TOML key, its value type, and the help line of its flag.
 
     ``kind`` is ``int`` (>= 0), ``int?`` (an int, or ``none`` for off), ``count?``
@@ -167,6 +164,8 @@ def parse_value(option: Option, raw: object) -> object:
     if kind == "limits":
         return _limits(raw)
     if kind == "price?":
+        from loopfuse.cli.tokens import Price  # here: `loopfuse hook` has no prices
+
         return Price.parse(raw)
     if kind == "seconds":
         seconds = _number(raw)

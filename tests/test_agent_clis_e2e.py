@@ -108,7 +108,8 @@ REFUSED = {
     "codex": "Command blocked by PreToolUse hook: [loopfuse]",
     "gemini": "Tool execution blocked: [loopfuse]",
 }
-# A failing command that leaves a trace of each time it really ran.
+# A failing command that leaves a trace of each time it really ran (so it changes state:
+# it has no read-only allowance).
 FAILING = "echo attempt >> attempts.log; cat missing.txt"
 # docs/detector.md: the same call with the same answer is a loop at the 4th, at the 3rd
 # when the answer is an error; an error even in Codex, which tells a hook no exit status
@@ -252,6 +253,30 @@ def test_with_end_session_a_loop_that_goes_on_after_its_refusal_ends_the_session
         transcripts = list((home.home / ".claude" / "projects").glob("*/*.jsonl"))
         shown = "".join(path.read_text(encoding="utf-8") for path in transcripts)
         assert "hook stopped continuation: [loopfuse]" in shown
+
+
+# docs/agents.md: a read-only command that fails the same way every time (`cat
+# missing.txt`) gets the read-only allowance: noted at the 5th identical call, refused at the
+# 6th, the session ended at the 7th with --end-session. Codex too: the detector reads the
+# failure in its answer's text, which carries no exit status.
+READ_ONLY_FAILING = "cat missing.txt"
+READ_ONLY_NOTED_AT = 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", each_agent())
+def test_a_read_only_failing_command_is_told_refused_and_ended_at_the_documented_calls(
+    agent: str, home: Home
+) -> None:
+    turns = 10
+    done = guarded(agent, home, same_command(READ_ONLY_FAILING, turns), "--end-session")
+    noted = READ_ONLY_NOTED_AT
+    assert (done.first_turn("note"), done.first_turn("refusal")) == (noted, noted + 1)
+    # What ran is in the model's history: one answer per call that ran, none refused.
+    history = done.texts(len(done.model.turns) - 1)
+    ran = [t for t in history if "No such file or directory" in t and not done.refused(t)]
+    assert len(ran) == noted
+    assert len(done.model.turns) == (turns + 1 if agent == "codex" else noted + 2)
 
 
 @pytest.mark.slow

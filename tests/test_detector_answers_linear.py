@@ -108,12 +108,12 @@ def test_normalisation_reads_only_the_head_and_tail_windows(
     first, *rest = answers._NORMALISERS
     monkeypatch.setattr(answers, "_NORMALISERS", ((Recording(first[0], seen), first[1]), *rest))
     middle = "took 0.5s at 10:00:03 in /tmp/tmpab12cd9x \n" * 2000
-    text = "started 10:00:01  \n" + middle + "done in 0.2s  "
+    text = "started 10:00:01 - \n" + middle + "done - in 0.2s  "
     normal = normalize_answer(text)
     assert seen == [answers.SCAN_HEAD, answers.SCAN_TAIL]
     # The windows are normalised; the middle is kept as it is.
-    assert normal.startswith("started <time>\n")
-    assert normal.endswith("done in <duration>")
+    assert normal.startswith("started <time> -\n")
+    assert normal.endswith("done - in <duration>")
     assert middle[answers.SCAN_HEAD : -answers.SCAN_TAIL] in normal
 
 

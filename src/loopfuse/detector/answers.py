@@ -235,6 +235,11 @@ _NORMALISERS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"\b(pid|PID|process)([\s:=#]+)\d+"), r"\1\2<pid>"),
     (re.compile(r"\b((?:ba|da|z|k)?sh): line \d+:"), r"\1: line <n>:"),
 )
+# What each of the _NORMALISERS cannot match without (one of them, in the text as it is
+# by then): a pattern whose text holds none is not run. The same output, for less.
+_NEEDED: Final[tuple[tuple[str, ...], ...]] = (
+    ("-",), ("-",), (":",), (), ("0x",), (), ("pid", "PID", "process"), (": line ",),
+)  # fmt: skip
 
 
 _CACHED_TEXT: Final = 16_384  # answers up to this long keep their normal form a while
@@ -281,11 +286,12 @@ def _normalize(text: str) -> str:
 
 
 def _normalize_window(text: str) -> str:
-    for pattern, replacement in _NORMALISERS[:_TMP_AT]:
-        text = pattern.sub(replacement, text)
-    text = _replace_temp_paths(text)
-    for pattern, replacement in _NORMALISERS[_TMP_AT:]:
-        text = pattern.sub(replacement, text)
+    for k, (pattern, replacement) in enumerate(_NORMALISERS):
+        if k == _TMP_AT:
+            text = _replace_temp_paths(text)
+        needed = _NEEDED[k]
+        if not needed or any(needle in text for needle in needed):
+            text = pattern.sub(replacement, text)
     return _strip_line_ends(text)
 
 
@@ -307,6 +313,8 @@ _PATH_REST: Final = re.compile(r"[^\s'\"`:;,)\]]*")
 
 def _replace_temp_paths(text: str) -> str:
     """``text`` with its temp paths replaced by ``<tmp>``."""
+    if "tmp" not in text and "/var/folders/" not in text and "\\Temp\\" not in text:
+        return text  # no alternative can match
     if "\\Temp\\" not in text and "\\tmp\\" not in text:
         # No Windows temp folder: the drive alternative cannot match.
         return _TMP_PATHS_NO_DRIVE.sub("<tmp>", text)

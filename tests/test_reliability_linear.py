@@ -108,17 +108,23 @@ def test_every_entry_point_takes_every_adversarial_shape(shape: str) -> None:
     run_everywhere(SHAPES[shape], 20_000)
 
 
+def size_of(shape: str) -> int:
+    """The issue's figures for parallel calls (2.1 MB Ollama, 3.1 MB OpenAI); 0.5 MB
+    for the rest, where a quadratic answer pattern took minutes."""
+    return 2_000_000 if shape.startswith("parallel") else 500_000
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_every_entry_point_costs_a_multiple_of_json_loads_at_2_mb(shape: str) -> None:
-    check_cost(SHAPES[shape], 2_000_000)
+def test_every_entry_point_costs_a_multiple_of_json_loads(shape: str) -> None:
+    check_cost(SHAPES[shape], size_of(shape))
 
 
 @pytest.mark.slow
 def test_every_entry_point_costs_a_multiple_of_json_loads_at_any_size() -> None:
     run_property(
-        25,
+        12,
         check_cost,
         st.sampled_from([SHAPES[name] for name in sorted(SHAPES)]),
-        st.integers(min_value=50_000, max_value=1_500_000),
+        st.integers(min_value=20_000, max_value=600_000),
     )

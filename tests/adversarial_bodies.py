@@ -170,12 +170,11 @@ def _deep(size: int, salt: str) -> bytes:
     depth = intent.MAX_DEPTH - 8
     nested = "[" * depth + json.dumps(salt) + "]" * depth
     messages: list[Any] = [{"role": "user", "content": "go"}]
-    n = 0
-    while len(json.dumps(messages)) < size:
+    turns = max(1, size // (2 * len(nested) + 150))
+    for n in range(turns):
         call = {"id": f"c{n}", "type": "function", "function": {"name": "f", "arguments": nested}}
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": json.loads(nested)})
-        n += 1
     return _dumps({"model": "m", "messages": messages})
 
 

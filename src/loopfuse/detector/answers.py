@@ -12,14 +12,18 @@ whatever it varies in its calls, and an answer that **says nothing** (an edit's 
 output, "ran successfully and did not produce any output") repeating is what healthy
 runs do all the time, so it never counts as a repeated answer.
 
-Both functions read attacker-controlled text: they never raise, and they look at a
+These functions read attacker-controlled text: they never raise, and they look at a
 bounded prefix and suffix of the text (:data:`SCAN_HEAD` and :data:`SCAN_TAIL`
-characters), so their cost does not grow with the answer.
+characters), so their cost does not grow with the answer. No pattern here backtracks
+more than a bounded amount per character (no nested or overlapping quantifiers that a
+crafted answer could drive into quadratic time): where a pattern would, a plain scan
+does its work (line ends, Windows temp folders, test summary banners).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from typing import Final
 
@@ -54,8 +58,8 @@ _IN_LINE: Final = re.compile(
     r":\d+(?::\d+)?: (?:fatal )?error:"
     r"|\b(?:exit code|exit status|exited with code|return ?code)[\s:=]*-?[1-9]"
     r"|<returncode>\s*-?[1-9]\d*\s*</returncode>"
-    r"|^=+ .*\bfailed\b.* =+$"
 )
+_FAILED: Final = re.compile(r"\bfailed\b")
 # Every line pattern holds one of these: only lines holding one are matched.
 _HINTS: Final = (
     "rror", "RROR", "xception", "fatal", "FATAL", "panic", "ERR!", "E: ", "Usage:",
@@ -101,7 +105,32 @@ def _has_phrase(text: str) -> bool:
 
 
 def _matches_a_pattern(line: str) -> bool:
-    return _LINE_START.match(line.lstrip()) is not None or _IN_LINE.search(line) is not None
+    return (
+        _LINE_START.match(line.lstrip()) is not None
+        or _IN_LINE.search(line) is not None
+        or _is_failed_banner(line)
+    )
+
+
+def _is_failed_banner(line: str) -> bool:
+    """Whether ``line`` is a test runner's summary banner that says ``failed``
+    (``==== 2 failed, 3 passed in 0.1s ====``).
+
+    What the pattern ``^=+ .*\\bfailed\\b.* =+$`` says, in one pass: its two ``.*`` on
+    each side of ``failed`` backtrack, so that a line of many ``failed`` words would cost
+    time quadratic in its length.
+    """
+    if line.endswith("\n"):
+        line = line[:-1]  # ``$`` matches before a last newline; ``.`` crosses no other
+    if "\n" in line or not line.startswith("="):
+        return False
+    lead = len(line) - len(line.lstrip("="))
+    trail = len(line) - len(line.rstrip("="))
+    # "=+ " then the middle then " =+": each run of "=" has exactly one way to match.
+    first, last = lead + 1, len(line) - trail - 1
+    if not trail or line[lead : lead + 1] != " " or last < first or line[last] != " ":
+        return False
+    return any(first <= found.start() and found.end() <= last for found in _FAILED.finditer(line))
 
 
 @lru_cache(maxsize=512)
@@ -203,18 +232,14 @@ _NORMALISERS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     ),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "0x<hex>"),
     (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,}\b"), "<hex>"),
-    (
-        re.compile(
-            r"(?:/private)?/(?:tmp|var/tmp|var/folders)/[^\s'\"`:;,)\]]*"
-            r"|\b[A-Za-z]:\\[^\s'\"]*?\\(?:Temp|tmp)\\[^\s'\"`:;,)\]]*"
-            r"|\btmp[A-Za-z0-9_]{6,}\b"
-        ),
-        "<tmp>",
-    ),
     (re.compile(r"\b(pid|PID|process)([\s:=#]+)\d+"), r"\1\2<pid>"),
     (re.compile(r"\b((?:ba|da|z|k)?sh): line \d+:"), r"\1: line <n>:"),
-    (re.compile(r"[ \t]+(?=\n|$)"), ""),
 )
+# What each of the _NORMALISERS cannot match without (one of them, in the text as it is
+# by then): a pattern whose text holds none is not run. The same output, for less.
+_NEEDED: Final[tuple[tuple[str, ...], ...]] = (
+    ("-",), ("-",), (":",), (), ("0x",), (), ("pid", "PID", "process"), (": line ",),
+)  # fmt: skip
 
 
 _CACHED_TEXT: Final = 16_384  # answers up to this long keep their normal form a while
@@ -225,7 +250,11 @@ def normalize_answer(text: str) -> str:
 
     Rewritten: UUIDs, timestamps and clock times, durations (``0.53s``, ``120 ms``), hex
     ids and addresses, temp paths, pids, a shell's ``line N:`` error prefix, trailing
-    blanks. Everything else — in particular counters and percentages — is kept.
+    blanks. Everything else — in particular counters and percentages — is kept. An
+    answer longer than ``SCAN_HEAD + SCAN_TAIL`` characters is normalised in its first
+    :data:`SCAN_HEAD` and last :data:`SCAN_TAIL` characters and kept as it is between them,
+    so that its cost does not grow with the answer (each rewrite is linear in the text it
+    reads).
 
     >>> normalize_answer("/bin/bash: line 13068: cd: fastjson/: No such file or directory")
     '/bin/bash: line <n>: cd: fastjson/: No such file or directory'
@@ -247,6 +276,80 @@ def _normalized(text: str) -> str:
 
 
 def _normalize(text: str) -> str:
-    for pattern, replacement in _NORMALISERS:
-        text = pattern.sub(replacement, text)
-    return text
+    """The head and the tail of ``text`` normalised (all of it when it is short), the
+    middle as it is: the same windows as :func:`looks_like_error` reads."""
+    if len(text) <= SCAN_HEAD + SCAN_TAIL:
+        return _normalize_window(text)
+    head = _normalize_window(text[:SCAN_HEAD])
+    tail = _normalize_window(text[-SCAN_TAIL:])
+    return head + text[SCAN_HEAD:-SCAN_TAIL] + tail
+
+
+def _normalize_window(text: str) -> str:
+    for k, (pattern, replacement) in enumerate(_NORMALISERS):
+        if k == _TMP_AT:
+            text = _replace_temp_paths(text)
+        needed = _NEEDED[k]
+        if not needed or any(needle in text for needle in needed):
+            text = pattern.sub(replacement, text)
+    return _strip_line_ends(text)
+
+
+# Temp paths, in the order the one pattern that found them took its alternatives:
+# ``(?:/private)?/(?:tmp|var/tmp|var/folders)/[^\s'"`:;,)\]]*``, then
+# ``\b[A-Za-z]:\\[^\s'"]*?\\(?:Temp|tmp)\\[^\s'"`:;,)\]]*`` (a Windows temp folder), then
+# ``\btmp[A-Za-z0-9_]{6,}\b``. The Windows one is found in linear time: as a pattern, its
+# lazy ``[^\s'"]*?`` scanned to the end of the word from every drive letter in it, so
+# that ``a:\`` repeated cost time quadratic in its length.
+_TMP_AT: Final = 6  # where the temp paths are replaced among the _NORMALISERS
+_UNIX_TMP: Final = r"(?:/private)?/(?:tmp|var/tmp|var/folders)/[^\s'\"`:;,)\]]*"
+_TMP_NAME: Final = r"\btmp[A-Za-z0-9_]{6,}\b"
+_TMP_PATHS: Final = re.compile(f"{_UNIX_TMP}|(?P<drive>\\b[A-Za-z]:\\\\)|{_TMP_NAME}")
+_TMP_PATHS_NO_DRIVE: Final = re.compile(f"{_UNIX_TMP}|{_TMP_NAME}")
+_TEMP_FOLDER: Final = re.compile(r"(?=\\(?:Temp|tmp)\\)")  # where "\Temp\" / "\tmp\" start
+_WORD_BREAK: Final = re.compile(r"[\s'\"]")  # what the lazy part cannot cross
+_PATH_REST: Final = re.compile(r"[^\s'\"`:;,)\]]*")
+
+
+def _replace_temp_paths(text: str) -> str:
+    """``text`` with its temp paths replaced by ``<tmp>``."""
+    if "tmp" not in text and "/var/folders/" not in text and "\\Temp\\" not in text:
+        return text  # no alternative can match
+    if "\\Temp\\" not in text and "\\tmp\\" not in text:
+        # No Windows temp folder: the drive alternative cannot match.
+        return _TMP_PATHS_NO_DRIVE.sub("<tmp>", text)
+    folders = [found.start() for found in _TEMP_FOLDER.finditer(text)]
+    pieces: list[str] = []
+    done = 0  # text[:done] is in pieces
+    at = 0  # where the next match may start
+    word_from, word_end = -1, -1  # no break in text[word_from:word_end]
+    while (found := _TMP_PATHS.search(text, at)) is not None:
+        start = found.start()
+        if found.group("drive") is None:
+            end = found.end()
+        else:
+            after = found.end()  # just past "X:\"
+            if not word_from <= after <= word_end:  # each word is searched once
+                word_break = _WORD_BREAK.search(text, after)
+                word_from, word_end = after, len(text) if word_break is None else word_break.start()
+            k = bisect_left(folders, after)  # the lazy part's choice: the first folder
+            if k == len(folders) or folders[k] >= word_end:
+                at = start + 1  # no temp folder in this word: nothing matches here
+                continue
+            folder = folders[k]
+            folder_end = folder + (6 if text.startswith("\\Temp\\", folder) else 5)
+            rest = _PATH_REST.match(text, folder_end)
+            end = folder_end if rest is None else rest.end()
+        pieces.append(text[done:start])
+        pieces.append("<tmp>")
+        done = at = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _strip_line_ends(text: str) -> str:
+    """``text`` without the blanks that end its lines (``[ \\t]+(?=\\n|$)`` without the
+    backtracking that made a long run of blanks inside a line cost quadratic time)."""
+    if " \n" not in text and "\t\n" not in text and not text.endswith((" ", "\t")):
+        return text
+    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))

@@ -9,7 +9,6 @@ names for the checker; at run time either library's objects flow through.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from loopfuse.errors import ConfigError, InvalidInputError
 from loopfuse.integrations._decision import GuardDecision
 from loopfuse.integrations._extras import require
 from loopfuse.integrations._guard import Guard
-from loopfuse.integrations._shapes import error_body
+from loopfuse.integrations._shapes import error_body, json_bytes
 from loopfuse.intent import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
@@ -194,7 +193,10 @@ class TransportCore:
         """The request to send: ``request`` itself, or a copy carrying the noted body."""
         if decision.action != "note":
             return request
-        content = json.dumps(decision.value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            content = json_bytes(decision.value)
+        except (TypeError, ValueError, RecursionError):
+            return request  # a note that cannot be written: the body as the client sent it
         headers = [
             (name, value)
             for name, value in request.headers.multi_items()
@@ -204,7 +206,7 @@ class TransportCore:
             request.method,
             request.url,
             headers=headers,
-            content=content.encode("utf-8"),
+            content=content,
             extensions=request.extensions,
         )
         return noted

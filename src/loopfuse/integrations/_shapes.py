@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal
 
-__all__ = ["ErrorFormat", "error_body", "error_format"]
+__all__ = ["ErrorFormat", "error_body", "error_format", "json_bytes"]
 
 ErrorFormat = Literal["openai", "anthropic", "gemini", "ollama"]
 
@@ -70,4 +70,26 @@ def error_body(fmt: ErrorFormat, code: str, message: str) -> bytes:
         value = {"error": message}
     else:
         value = {"error": {"message": message, "type": ERROR_TYPE, "param": None, "code": code}}
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    return json_bytes(value, compact=False)
+
+
+def json_bytes(value: object, *, compact: bool = True) -> bytes:
+    """``value`` as JSON in UTF-8, non-ASCII text as it is.
+
+    Text that UTF-8 cannot hold — a lone surrogate, which JSON may escape and so a
+    parsed body may carry (a tool output cut in the middle of an emoji) — is written
+    as the escape the client sent (``\\ud83d``): the whole value is then written
+    ASCII-only, rather than the write raising on the request path. Raises what
+    ``json.dumps`` raises for a value JSON cannot express.
+
+    >>> json_bytes({"a": "é"}).decode()
+    '{"a":"é"}'
+    >>> json_bytes({"a": "cut " + chr(0xD83D)})
+    b'{"a":"cut \\\\ud83d"}'
+    """
+    separators = (",", ":") if compact else None
+    text = json.dumps(value, ensure_ascii=False, separators=separators)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=separators).encode("ascii")

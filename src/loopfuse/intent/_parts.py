@@ -247,6 +247,11 @@ def _function(declaration: dict[str, Any], schema_key: str) -> dict[str, Any]:
     return canon
 
 
+_SCANNED_UP_TO: Final = 8
+"""Turns with at most this many calls link results by scanning the turn (cheapest for the
+usual one to a few calls); longer ones through maps built once per turn."""
+
+
 class CallLinker:
     """Links tool results to the call they answer, by position in the calling turn.
 
@@ -256,32 +261,73 @@ class CallLinker:
     while the calls had ids, unknown, or shared by two calls links to ``None``. Results
     in a dialect without ids (Ollama, Gemini without ids) link by tool name, then by
     order.
+
+    Linking costs O(1) per result, whatever the number of parallel calls (a body with
+    thousands of them is the client's to send, not a reason to take quadratic time):
+    past :data:`_SCANNED_UP_TO` calls, a turn's ids and names are indexed once, and the
+    first call still open (of a name, or of any) is a cursor that only moves forward,
+    since a call once answered stays answered within the turn. A Responses body grows
+    its turn call by call (``start_turn`` again with the same, longer lists): the
+    indexes catch up with what was appended.
     """
 
-    __slots__ = ("_calls", "_ids", "_next", "_used")
+    __slots__ = (
+        "_any_id",
+        "_by_id",
+        "_by_name",
+        "_calls",
+        "_ids",
+        "_ids_indexed",
+        "_names_indexed",
+        "_next",
+        "_open",
+        "_open_named",
+        "_used",
+    )
 
     def __init__(self) -> None:
         self._ids: list[object] = []
         self._calls: list[dict[str, Any]] = []
         self._used: set[int] = set()
         self._next = 0
+        self._open = 0  # no call before this one is still open
+        self._open_named: dict[str, int] = {}  # the same, per name, into _by_name[name]
+        # Indexes of the turn, filled as needed and kept while the lists only grow.
+        self._by_id: dict[str, int] = {}  # id -> its call, or -1 when two calls share it
+        self._any_id = False  # a call of the turn has an id
+        self._ids_indexed = 0
+        self._by_name: dict[str, list[int]] = {}  # name -> its calls, in order
+        self._names_indexed = 0
 
     def start_turn(self, ids: list[object], calls: list[dict[str, Any]]) -> None:
         """An assistant turn made these canonical calls (each with its ``"name"``), with
         these provider ids (``None`` where the dialect has none)."""
-        self._ids = ids
-        self._calls = calls
+        if ids is not self._ids or calls is not self._calls:
+            self._ids = ids
+            self._calls = calls
+            self._by_id = {}
+            self._any_id = False
+            self._ids_indexed = 0
+            self._by_name = {}
+            self._names_indexed = 0
         self._used = set()
         self._next = 0
+        self._open = 0
+        self._open_named = {}
 
     def link(self, result_id: object, name: object = None) -> int | None:
         """Index of the call a result answers, or ``None`` when it cannot be known."""
         ids = self._ids
         if isinstance(result_id, str) and result_id:  # the common case, kept inline
             self._next += 1
-            if ids.count(result_id) != 1:
-                return None
-            index = ids.index(result_id)
+            if len(ids) <= _SCANNED_UP_TO:
+                if ids.count(result_id) != 1:
+                    return None
+                index = ids.index(result_id)
+            else:
+                index = self._id_index().get(result_id, -1)
+                if index < 0:
+                    return None  # unknown, or shared by two calls
             self._used.add(index)
             return index
         found = self._find(result_id, name)
@@ -290,18 +336,61 @@ class CallLinker:
         self._next += 1
         return found
 
+    def _id_index(self) -> dict[str, int]:
+        """The turn's string ids, each to its call (-1 when shared), caught up."""
+        ids = self._ids
+        by_id = self._by_id
+        for index in range(self._ids_indexed, len(ids)):
+            call_id = ids[index]
+            if call_id is not None:
+                self._any_id = True
+                # Only a string equals a string id (JSON has no other kind that does).
+                if isinstance(call_id, str):
+                    by_id[call_id] = -1 if call_id in by_id else index
+        self._ids_indexed = len(ids)
+        return by_id
+
     def _find(self, result_id: object, name: object) -> int | None:
         """The call a result without a usable id answers (by name, then by order)."""
         ids = self._ids
-        if any(call_id is not None for call_id in ids):
-            return None  # the calls had ids and this result has none: ambiguous
-        if isinstance(name, str) and name:
-            for index, call in enumerate(self._calls):
-                if call["name"] == name and index not in self._used:
-                    return index
-            return None
+        if len(ids) <= _SCANNED_UP_TO:
+            if any(call_id is not None for call_id in ids):
+                return None  # the calls had ids and this result has none: ambiguous
+            if isinstance(name, str) and name:
+                for index, call in enumerate(self._calls):
+                    if call["name"] == name and index not in self._used:
+                        return index
+                return None
+        else:
+            self._id_index()
+            if self._any_id:
+                return None
+            if isinstance(name, str) and name:
+                return self._open_call_named(name)
         position = self._next
         if position < len(ids) and position not in self._used:
             return position
         # Order broken by an earlier result linked by name: the first call still open.
-        return next((i for i in range(len(ids)) if i not in self._used), None)
+        used = self._used
+        first = self._open
+        while first < len(ids) and first in used:
+            first += 1
+        self._open = first
+        return first if first < len(ids) else None
+
+    def _open_call_named(self, name: str) -> int | None:
+        """The first call named ``name`` that no result answered yet."""
+        calls = self._calls
+        by_name = self._by_name
+        for index in range(self._names_indexed, len(calls)):
+            by_name.setdefault(calls[index]["name"], []).append(index)
+        self._names_indexed = len(calls)
+        named = by_name.get(name)
+        if named is None:
+            return None
+        used = self._used
+        cursor = self._open_named.get(name, 0)
+        while cursor < len(named) and named[cursor] in used:
+            cursor += 1
+        self._open_named[name] = cursor
+        return named[cursor] if cursor < len(named) else None

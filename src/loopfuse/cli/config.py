@@ -72,9 +72,11 @@ class Settings:
     max_error_streak: int | None = _D.max_error_streak
     max_near_repeats: int | None = _D.max_near_repeats
     max_unchanged_checks: int | None = _D.max_unchanged_checks
+    max_unread_edit_checks: int | None = _D.max_unread_edit_checks
     error_storm: tuple[int, int] | None = _D.error_storm
     max_stagnation_steps: int | None = _D.max_stagnation_steps
     error_aware: bool = _D.error_aware
+    editor_aware: bool = _D.editor_aware
     normalize_answers: bool = _D.normalize_answers
     detector_window: int = _D.window
     observation_tools: tuple[str, ...] = field(default=())
@@ -122,9 +124,18 @@ OPTIONS: Final = (
         "runs of a check unchanged by edits allowed (none: off)",
         "detector",
     ),
+    Option(
+        "max_unread_edit_checks",
+        "count?",
+        "runs of a check unchanged by edits of files it does not read (none: off)",
+        "detector",
+    ),
     Option("error_storm", "pair?", "ERRORS,CALLS: that many of the last calls failed", "detector"),
     Option("max_stagnation_steps", "int?", "same prose answer allowed (none: off)", "detector"),
     Option("error_aware", "bool", "a repeated error is refused one repeat earlier", "detector"),
+    Option(
+        "editor_aware", "bool", "editor tools judged by their arguments (view: a read)", "detector"
+    ),
     Option(
         "normalize_answers", "bool", "answers differing only in noise count as the same", "detector"
     ),
@@ -224,9 +235,11 @@ def detector_of(settings: Settings) -> LoopDetector:
         max_cycle_laps=settings.max_cycle_laps,
         normalize_answers=settings.normalize_answers,
         error_aware=settings.error_aware,
+        editor_aware=settings.editor_aware,
         max_error_streak=settings.max_error_streak,
         max_near_repeats=settings.max_near_repeats,
         max_unchanged_checks=settings.max_unchanged_checks,
+        max_unread_edit_checks=settings.max_unread_edit_checks,
         error_storm=settings.error_storm,
         max_stagnation_steps=settings.max_stagnation_steps,
         tool_limits=dict(settings.tool_limits),

@@ -92,7 +92,6 @@ def first_live_refusal(steps: list[Step], detector: LoopDetector | None = None) 
         ("str_replace_editor", {"command": "undo_edit", "path": "/r/a.py"}, EDIT, "/r/a.py"),
         ("mcp__fs__str_replace_editor", {"command": "view", "path": "x"}, READ, None),
         ("edit", {"command": "edit 3:4\nx\nend_of_edit"}, EDIT, None),
-        ("search_dir", {"command": "search_dir foo"}, READ, None),
         ("Read", {"file_path": "/r/a.py"}, READ, None),
         ("Grep", {"pattern": "x"}, READ, None),
         ("Glob", {"pattern": "**/*.py"}, READ, None),
@@ -121,6 +120,7 @@ def test_editor_calls_are_read_by_their_arguments(
         ("str_replace_editor", {"command": "explode"}),
         ("str_replace_editor", "not an object"),
         ("open", {"command": "open a.java"}),  # SWE-agent's open moves its edit window
+        ("search_dir", {"command": "search_dir foo"}),  # judged by its command, as before
         ("read", {"path": "a"}),  # Claude Code's names are exact
         (None, {}),
     ],

@@ -30,9 +30,12 @@ from loopfuse.detector import LoopDetector
 from loopfuse.detector.settings import default_settings
 from loopfuse.errors import ConfigError
 from loopfuse.integrations import Guard
+from loopfuse.integrations._decision import Mode
+from loopfuse.integrations.httpx import DEFAULT_MODE
 
 __all__ = [
     "GUARDS",
+    "MODES",
     "OPTIONS",
     "Option",
     "Settings",
@@ -51,6 +54,8 @@ _BREAKER: Final = LoopBreaker()
 _D: Final = default_settings()  # what LoopDetector() runs with
 _CACHE: Final[DedupCache[int]] = DedupCache()
 _GUARD: Final = Guard(breaker=None, detector=None)
+MODES: Final[tuple[Mode, ...]] = ("refuse", "warn", "note")
+"""The modes a scan replays, as the integrations' ``Guard`` runs them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,7 @@ class Settings:
     """
 
     guards: tuple[str, ...] = GUARDS
+    mode: str = DEFAULT_MODE
     window: float = _BREAKER.window
     max_repeats: int = _BREAKER.max_repeats
     max_strikes: int | None = _D.max_strikes
@@ -100,6 +106,14 @@ class Settings:
 
 OPTIONS: Final = (
     Option("guards", "names", "guards to run", "scan", GUARDS),
+    Option(
+        "mode",
+        "choice",
+        "the guard's mode replayed: refuse each loop; warn: a note first, a stop when the "
+        "loop goes on (the integrations' default); note: a note every time",
+        "scan",
+        MODES,
+    ),
     Option("window", "seconds", "breaker: sliding window, seconds", "breaker"),
     Option("max_repeats", "int", "breaker: identical requests a window may hold", "breaker"),
     Option("max_strikes", "int?", "identical batches allowed in a row (none: off)", "detector"),
@@ -250,7 +264,7 @@ def detector_of(settings: Settings) -> LoopDetector:
 
 def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
     """The :class:`~loopfuse.integrations.Guard` a scan replays one file through: the
-    guards ``settings.guards`` names, on ``clock``, in ``refuse`` mode. A request that
+    guards ``settings.guards`` names, on ``clock``, in ``settings.mode``. A request that
     names no session (no ``session`` in a log entry, no end user in the body) is counted
     in session ``"default"``, as if the whole file were one client's."""
     guards = settings.guards
@@ -262,9 +276,17 @@ def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
         cache=cache if "dedup" in guards else None,
         cache_streams=settings.cache_streams,
         cache_sampled=settings.cache_sampled,
+        mode=_mode(settings.mode),
         shared_session="default",
         clock=clock,
     )
+
+
+def _mode(name: str) -> Mode:
+    for mode in MODES:
+        if mode == name:
+            return mode
+    raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {name!r}")
 
 
 def check(settings: Settings, source: str = "flags") -> None:

@@ -101,7 +101,7 @@ def run(stdout: TextIO, style: Style, output_format: str = "text", width: int = 
     """Run the demo, write the report (and, as text, the explanation); 0 if as expected."""
     settings = Settings()
     found = results(settings)
-    summary = Summary.of(found, [], settings.guards)
+    summary = Summary.of(found, [], settings.guards, mode=settings.mode)
     checks = [_verdict(example, result) for example, result in zip(EXAMPLES, found, strict=True)]
     if output_format == "json":
         stdout.write(render_json(found, [], summary, settings) + "\n")

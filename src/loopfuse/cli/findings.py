@@ -61,6 +61,7 @@ class Act:
     tool_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    noted: bool = False  # the request went on with a note for the model (nothing spared)
 
 
 class Grouper:
@@ -83,11 +84,14 @@ class Grouper:
                 self._gaps.add(id(same))  # the same request went through: a new stretch
             return
         result = self.result
-        result.acted[act.guard] = result.acted.get(act.guard, 0) + 1
-        result.spared_requests += 1
-        result.spared_tool_calls += act.tool_calls
-        result.spared_tokens_in += act.tokens_in
-        result.spared_tokens_out += act.tokens_out
+        if act.noted:  # the request was sent, with a note: nothing was spared
+            result.noted[act.guard] = result.noted.get(act.guard, 0) + 1
+        else:
+            result.acted[act.guard] = result.acted.get(act.guard, 0) + 1
+            result.spared_requests += 1
+            result.spared_tool_calls += act.tool_calls
+            result.spared_tokens_in += act.tokens_in
+            result.spared_tokens_out += act.tokens_out
         finding = same or self._open.get(session)
         if finding is None:
             finding = self._open_finding(session, act)
@@ -95,10 +99,13 @@ class Grouper:
             contiguous = id(finding) not in self._gaps
             self._gaps.discard(id(finding))
             self._extend(finding, act, contiguous, new_request=same is None)
-        finding.requests += 1
-        finding.tool_calls += act.tool_calls
-        finding.tokens_in += act.tokens_in
-        finding.tokens_out += act.tokens_out
+        if act.noted:
+            finding.notes += 1
+        else:
+            finding.requests += 1
+            finding.tool_calls += act.tool_calls
+            finding.tokens_in += act.tokens_in
+            finding.tokens_out += act.tokens_out
         self._open[session] = finding
         self._same[(session, act.identity)] = finding
 

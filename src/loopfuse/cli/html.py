@@ -20,7 +20,6 @@ from loopfuse.cli.readers import InputError
 from loopfuse.cli.report import run_header
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.summary import (
-    GUARD_VERBS,
     Summary,
     finding_title,
     not_spent_parts,
@@ -175,15 +174,9 @@ def _summary(summary: Summary) -> list[str]:
         flagged = ", ".join(f"{n} of {total} {o}" for o, (n, total) in summary.outcomes.items())
         rows.append(("outcomes", f"flagged {flagged}"))
     rows.append(("requests", f"{summary.requests:,} replayed"))
-    for guard, acted in summary.acted.items():
-        if guard not in summary.guards:
-            rows.append((guard, "off"))
-            continue
-        kinds = ", ".join(f"{n} {kind}" for kind, n in summary.kinds[guard].items())
-        text = f"{plural(acted, 'request')} {GUARD_VERBS[guard]}"
-        if kinds:
-            text += f" in {plural(summary.findings[guard], 'finding')} ({kinds})"
-        rows.append((guard, text))
+    rows.append(("mode", summary.mode_text()))
+    for guard in summary.acted:
+        rows.append((guard, summary.guard_text(guard)))
     if summary.spared_requests:
         rows.append(("not spent", summary.not_spent()))
     body = "".join(f"<tr><th>{esc(label)}</th><td>{esc(text)}</td></tr>" for label, text in rows)

@@ -74,7 +74,7 @@ class LoopDetector:
       whatever the calls; the next one trips (``kind="error_streak"``). ``None``: off.
     - ``max_near_repeats`` (3): calls differing only slightly (whitespace, numbers, one
       token) with the same answer, allowed in a row (``kind="near_repeat"``).
-    - ``max_unchanged_checks`` (5): runs of the same check with edits in between that gave
+    - ``max_unchanged_checks`` (4): runs of the same check with edits in between that gave
       the same answer every time (``kind="no_progress"``).
     - ``editor_aware`` (on): editor and file tools are judged by their arguments
       (:mod:`loopfuse.detector.editors`): a view or a ``Read`` only reads; an edit whose

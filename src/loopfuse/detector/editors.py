@@ -18,16 +18,18 @@ The tools known, by their own name (after any ``mcp__server__`` namespace):
 - OpenHands, SWE-agent, Anthropic's text editor (``str_replace_editor``,
   ``str_replace_based_edit_tool``): ``command`` ``view`` reads; ``create``,
   ``str_replace``, ``insert``, ``undo_edit`` edit;
-- SWE-agent: ``search_file``, ``search_dir``, ``find_file`` read; ``edit``, ``create``
-  edit;
+- SWE-agent: ``edit``, ``create`` edit (its reading commands are judged as before);
 - Claude Code: ``Read``, ``Grep``, ``Glob``, ``LS``, ``NotebookRead`` read; ``Edit``,
   ``MultiEdit``, ``Write``, ``NotebookEdit`` edit;
 - Codex CLI: ``read_file``, ``list_dir``, ``grep_files`` read; ``apply_patch`` edits;
 - Gemini CLI: ``read_file``, ``read_many_files``, ``list_directory``, ``glob``,
   ``search_file_content`` read; ``replace``, ``write_file`` edit.
 
-SWE-agent's ``open``, ``goto`` and ``scroll_*`` are not reads here: they move the window
-that its next ``edit`` acts on (their names decide, as before).
+SWE-agent's own reading commands (``open``, ``goto``, ``scroll_*``, ``search_*``,
+``find_file``) are left as they were judged before: ``open``, ``goto`` and ``scroll_*``
+move the window its next ``edit`` acts on, and on the calibration runs reading its
+searches as reads gave a two-call lap of a failing and a working search five laps
+instead of two.
 
 Reading the arguments never raises and costs time bounded by a constant (a patch is
 read for its first file header within its first :data:`_PATCH_HEAD` characters).
@@ -57,9 +59,6 @@ _COMMAND_EDITS: Final = frozenset({"create", "str_replace", "insert", "undo_edit
 # Tools whose name alone says what they do (exact own names: Claude Code's are capitalised).
 _READ_TOOLS: Final = frozenset(
     {
-        # SWE-agent (its open, goto and scroll_* move the window its next edit acts on:
-        # state, so they are left to their names)
-        "search_file", "search_dir", "find_file",
         # Claude Code
         "Read", "Grep", "Glob", "LS", "NotebookRead",
         # Codex CLI, Gemini CLI
@@ -151,15 +150,16 @@ def _patch_path(arguments: object) -> str | None:
     return path if 0 < len(path) <= _MAX_PATH else None
 
 
-def mentions_file(text: str, path: str) -> bool:
-    """Whether ``text`` (a check's command line or answer) names the file at ``path``.
+def mentions_file(text: str, path: str) -> bool | None:
+    """Whether ``text`` (a check's command line or answer) names the file at ``path``:
+    ``True`` when it does, ``False`` when it names only *another* file of the same name,
+    ``None`` when it names no file of that name at all.
 
-    It does when it holds the path itself, or a path of two or more parts that ``path``
-    ends with (a relative path into the same tree: ``lib/stackplot.py`` names
-    ``/repo/lib/stackplot.py``). A file of the same name elsewhere (``/testbed/lib/x.py``
-    when ``/workspace/lib/x.py`` was edited) is another file: an edit there does not
-    reach this check. A bare file name (``python reproduce.py``) names a file of that
-    name anywhere.
+    The path itself, or a path of two or more parts that ``path`` ends with (a relative
+    path into the same tree: ``lib/stackplot.py`` names ``/repo/lib/stackplot.py``), or
+    the bare file name (``python reproduce.py``) name it. A file of the same name in
+    another tree (``/testbed/lib/x.py`` when ``/workspace/lib/x.py`` was edited) is
+    another file: the check reads that one, and the edit does not reach it.
 
     >>> mentions_file('File "/testbed/lib/x.py", line 3', "/workspace/lib/x.py")
     False
@@ -167,26 +167,30 @@ def mentions_file(text: str, path: str) -> bool:
     True
     >>> mentions_file("python reproduce.py", "/workspace/reproduce.py")
     True
+    >>> mentions_file("AssertionError: 3 != 4", "/workspace/lib/x.py") is None
+    True
     """
     return _mentions(text, path)
 
 
 @lru_cache(maxsize=1024)
-def _mentions(text: str, path: str) -> bool:
+def _mentions(text: str, path: str) -> bool | None:
     base = path.replace("\\", "/").rstrip("/")
     name = base.rsplit("/", 1)[-1]
     if not name:
-        return False
+        return None
+    found: bool | None = None
     at = text.find(name)
     while at >= 0:
         end = at + len(name)
-        after_ok = end == len(text) or not (text[end].isalnum() or text[end] in "_-")
-        if after_ok:
-            start = at
-            while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "./\\_+@~-"):
-                start -= 1
-            mention = text[start:end].replace("\\", "/").lstrip("./")
+        start = at
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "./\\_+@~-"):
+            start -= 1
+        after = text[end] if end < len(text) else " "
+        mention = text[start:end].replace("\\", "/").lstrip("./")
+        if not (after.isalnum() or after in "_-") and mention.rsplit("/", 1)[-1] == name:
             if mention == name or base == mention or base.endswith("/" + mention):
                 return True
+            found = False  # a file of the same name, elsewhere
         at = text.find(name, at + 1)
-    return False
+    return found

@@ -187,9 +187,11 @@ def unchanged_check(
     Editor edits are judged by what they did (:mod:`loopfuse.detector.editors`): one that
     failed changed nothing (a run after nothing but failed edits is passed over). With
     ``unread_limit``, a successful edit of a file the check does not read (its command
-    line and answer never name it: the edits land somewhere the check does not look) is
-    weaker evidence: runs after such edits only trip past ``unread_limit`` runs in all,
-    while runs after changes the check reads trip past ``limit``.
+    line or answer names a file of that name in another place, never the edited one: the
+    edits land in a copy while the check runs the original) is weaker evidence, since
+    the answer itself shows the agent where to look: runs after such edits only trip
+    past ``unread_limit`` runs in all, while runs after changes the check reads (or
+    may read: it names no file of that name) trip past ``limit``.
     """
     newest = history[-1]
     facts = _says_something(newest)
@@ -243,9 +245,12 @@ def _change(
         command = " ".join(_call_text(argument) for argument in check.args)
         check_text.append(None if answer is None else f"{command}\n{answer}")
     text = check_text[0]
-    if text is None or any(mentions_file(text, path) for path in paths):
+    if text is None:
         return "read"  # an answer not known as text: every edit counts
-    return "unread"
+    named = [mentions_file(text, path) for path in paths]
+    if all(found is False for found in named):
+        return "unread"  # the check names the file, in another place: it reads that one
+    return "read"  # the file itself, or nothing to tell: the edit counts
 
 
 def error_storm(history: Sequence[HistoryEntry], errors: int, calls: int) -> Finding | None:

@@ -96,3 +96,17 @@ def test_every_report_says_the_mode_and_counts_notes_apart(
     out = capsys.readouterr().out
     assert "warn (a loop noted the first time, refused when it goes on)" in out
     assert "4 requests refused, 1 noted in 1 finding" in out
+
+
+def test_a_finding_says_which_requests_were_noted_and_which_refused(
+    run: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["scan", run, "--mode", "warn", "--color", "never"]) == 1
+    out = capsys.readouterr().out
+    assert "noted turn 4, refused turns 5-8:" in out
+    document = report(capsys, run, "--mode", "warn")
+    [finding] = document["files"][0]["findings"]
+    assert [(span["noted"], span["first"], span["last"]) for span in finding["spans"]] == [
+        (True, 4, 4),
+        (False, 5, 8),
+    ]

@@ -126,7 +126,7 @@ class Grouper:
             message_index=act.message_index,
             loop_from=described.loop_from,
             same_as=act.same_as,
-            spans=[Span(act.guard, act.kind, act.position, act.position, 1, act.count, act.count)],
+            spans=[_span(act)],
         )
         self.result.findings.append(finding)
         return finding
@@ -136,14 +136,13 @@ class Grouper:
         finding.last = max(finding.last, act.position)
         finding.max_count = max(finding.max_count, act.count)
         span = finding.spans[-1]
-        if contiguous and span.guard == act.guard and span.kind == act.kind:
+        same = span.guard == act.guard and span.kind == act.kind and span.noted == act.noted
+        if contiguous and same:
             span.last = act.position
             span.requests += 1
             span.max_count = max(span.max_count, act.count)
         else:
-            finding.spans.append(
-                Span(act.guard, act.kind, act.position, act.position, 1, act.count, act.count)
-            )
+            finding.spans.append(_span(act))
         if finding.message is None:
             finding.message = act.message
         # Each step of a cycle, each request of a client hammering several: what repeated.
@@ -301,3 +300,8 @@ def _loop_from(
                 period = offending - 1 - back
                 break
     return max(1, offending - max(1, verdict.count) * period + 1)
+
+
+def _span(act: Act) -> Span:
+    """The stretch an act opens."""
+    return Span(act.guard, act.kind, act.position, act.position, 1, act.count, act.count, act.noted)

@@ -38,7 +38,8 @@ class Step:
 
 @dataclass(slots=True)
 class Span:
-    """Consecutive acts of one guard, of one kind, within a finding."""
+    """Consecutive acts of one guard, of one kind, within a finding; ``noted`` when they
+    were notes (the requests went on with a note for the model), not stops."""
 
     guard: str
     kind: str
@@ -47,6 +48,7 @@ class Span:
     requests: int = 1
     count: int = 0
     max_count: int = 0
+    noted: bool = False
 
 
 @dataclass(slots=True)

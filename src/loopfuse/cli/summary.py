@@ -246,7 +246,7 @@ def spans_text(finding: Finding, shown: int | None = None) -> str:
                 where += f" ({span.requests:,})"
         if named and span.guard == "detector":
             where += f" ({span.kind})"
-        this = GUARD_VERBS.get(span.guard, "acted on")
+        this = "noted" if span.noted else GUARD_VERBS.get(span.guard, "acted on")
         parts.append(where if this == verb else f"{this} {where}")
         verb = this
     if len(spans) < len(finding.spans):

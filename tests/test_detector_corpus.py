@@ -57,6 +57,12 @@ def test_defaults_meet_the_calibration_targets() -> None:
     assert row.resolved == 0, row.flagged  # no resolved run stopped, budget or not
     assert row.failed >= 30, row.flagged
     assert row.after >= 600, row.flagged
+    # Issue 20's targets, in both modes of the integrations' guard.
+    verdicts = evaluation.all_verdicts(trajectories, LoopDetector())
+    for mode, failed, after in (("refuse", 36, 879), ("warn", 34, 800)):
+        row = evaluation.score(evaluation.stops(verdicts, mode), trajectories, mode)
+        assert row.resolved == 0, (mode, row.flagged)
+        assert row.failed >= failed and row.after >= after, (mode, row.failed, row.after)
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
@@ -87,3 +93,6 @@ def test_no_openhands_run_that_succeeded_on_its_own_is_stopped(mode: str) -> Non
     row = evaluation.score(flags, trajectories, "")
     assert row.resolved_own == 0, row.flagged
     assert row.failed >= 5, row.flagged
+    if mode == "warn":  # issue 20's targets
+        assert row.failed >= 12, row.flagged
+        assert row.after >= 200, row.flagged

@@ -62,7 +62,8 @@ def test_defaults_meet_the_calibration_targets() -> None:
     for mode, failed, after in (("refuse", 36, 879), ("warn", 34, 800)):
         row = evaluation.score(evaluation.stops(verdicts, mode), trajectories, mode)
         assert row.resolved == 0, (mode, row.flagged)
-        assert row.failed >= failed and row.after >= after, (mode, row.failed, row.after)
+        assert row.failed >= failed, (mode, row.flagged)
+        assert row.after >= after, (mode, row.after)
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")

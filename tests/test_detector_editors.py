@@ -119,6 +119,8 @@ def test_editor_calls_are_read_by_their_arguments(
         ("bash", {"command": "cat a.py"}),
         ("str_replace_editor", {"command": "explode"}),
         ("str_replace_editor", "not an object"),
+        ("str_replace_editor", {"command": ["view"]}),  # not text: unhashable, no crash
+        ("str_replace_editor", {"command": None}),
         ("open", {"command": "open a.java"}),  # SWE-agent's open moves its edit window
         ("search_dir", {"command": "search_dir foo"}),  # judged by its command, as before
         ("read", {"path": "a"}),  # Claude Code's names are exact
@@ -134,8 +136,18 @@ def test_a_file_is_named_by_its_path_not_by_its_name_elsewhere() -> None:
     assert mentions_file('File "/workspace/pkg/pkg/core.py", line 3', WORK) is True
     assert mentions_file("FAILED pkg/core.py::test_a - ValueError", WORK) is True
     assert mentions_file("python core.py", WORK) is True
-    assert mentions_file("python core.pyc", WORK) is False
-    assert mentions_file("anything", "/") is False
+    assert mentions_file("python core.pyc", WORK) is None  # no file of that name
+    assert mentions_file("anything", "/") is None
+
+
+def test_hostile_text_is_read_within_its_bounds() -> None:
+    """Many occurrences of the name, each behind a long run of path characters: only the
+    first occurrences are looked at, each a bounded way back."""
+    hostile = "a" * 100_000 + " /x/core.py" * 10_000
+    assert mentions_file(hostile, WORK) is False  # only twins elsewhere
+    assert mentions_file(" /x/core.py" * 10_000 + " pkg/core.py", WORK) is False  # not read
+    assert mentions_file("pkg/core.py" + " /x/core.py" * 10_000, WORK) is True
+    assert mentions_file("a" * 100_000 + " pkg/core.py", WORK) is True
 
 
 # --- a view only reads ------------------------------------------------------------------
@@ -161,8 +173,8 @@ def test_checks_between_failed_edits_are_not_runs_across_edits() -> None:
     assert first_scan_flag(steps) is None
     assert first_live_refusal(steps) is None
     off = LoopDetector(editor_aware=False)
-    assert first_scan_flag(steps, off) == (11, "no_progress")
-    assert first_live_refusal(steps, LoopDetector(editor_aware=False)) == (12, "no_progress")
+    assert first_scan_flag(steps, off) == (9, "no_progress")  # the 5th run
+    assert first_live_refusal(steps, LoopDetector(editor_aware=False)) == (10, "no_progress")
 
 
 # --- edits the check does not read --------------------------------------------------------
@@ -170,21 +182,21 @@ def test_checks_between_failed_edits_are_not_runs_across_edits() -> None:
 
 def test_edits_the_check_reads_trip_no_progress_at_its_limit() -> None:
     steps = edit_then_check(6, WORK, WORK)  # the traceback runs through the edited file
-    assert first_scan_flag(steps) == (11, "no_progress")
-    assert first_live_refusal(steps) == (12, "no_progress")
+    assert first_scan_flag(steps) == (9, "no_progress")  # the 5th run
+    assert first_live_refusal(steps) == (10, "no_progress")
 
 
 def test_edits_landing_where_the_check_does_not_read_need_more_runs() -> None:
     steps = edit_then_check(10, WORK, "/testbed/pkg/core.py")
-    # Six runs stopped it before; the agent may yet find where its edits land.
+    # Five runs stop it when it reads the edits; the agent may yet find where they land.
     assert first_scan_flag(steps[:17]) is None
     assert first_live_refusal(steps[:17]) is None
     assert first_scan_flag(steps) == (19, "no_progress")  # the 10th run
     assert first_live_refusal(steps) == (20, "no_progress")
     off = LoopDetector(max_unread_edit_checks=None)
-    assert first_scan_flag(steps, off) == (11, "no_progress")
+    assert first_scan_flag(steps, off) == (9, "no_progress")
     assert first_live_refusal(steps, LoopDetector(max_unread_edit_checks=None)) == (
-        12,
+        10,
         "no_progress",
     )
 
@@ -205,7 +217,7 @@ def test_a_live_detector_given_digests_counts_every_edit() -> None:
             refused = (n, loop.kind)
             break
         det.record_results(record, results_digest(calls, [answer]))
-    assert refused == (12, "no_progress")  # tripped by the 6th run, refused the next batch
+    assert refused == (10, "no_progress")  # tripped by the 5th run, refused the next batch
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,8 @@ _PATCH_KEYS: Final = ("input", "patch", "command")
 _PATCH_HEAD: Final = 4096
 _PATCH_FILE: Final = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: *(\S[^\n]*)$", re.MULTILINE)
 _MAX_PATH: Final = 1024
+_MENTIONS_READ: Final = 64  # occurrences of a file name looked at in one text, at most
+_MENTION_BACK: Final = 256  # characters of path read back from one occurrence, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,8 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
     own = own_name(name)
     if own in _COMMAND_TOOLS:
         command = arguments.get("command") if type(arguments) is dict else None
+        if type(command) is not str:
+            return None
         if command in _COMMAND_READS:
             return _READ_CALL
         if command in _COMMAND_EDITS:
@@ -169,6 +173,10 @@ def mentions_file(text: str, path: str) -> bool | None:
     True
     >>> mentions_file("AssertionError: 3 != 4", "/workspace/lib/x.py") is None
     True
+
+    The text is attacker-controlled: at most :data:`_MENTIONS_READ` occurrences of the
+    name are looked at, each with at most :data:`_MENTION_BACK` characters of path
+    before it, so the cost is bounded whatever the text.
     """
     return _mentions(text, path)
 
@@ -181,10 +189,13 @@ def _mentions(text: str, path: str) -> bool | None:
         return None
     found: bool | None = None
     at = text.find(name)
-    while at >= 0:
+    seen = 0
+    while at >= 0 and seen < _MENTIONS_READ:
+        seen += 1
         end = at + len(name)
         start = at
-        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "./\\_+@~-"):
+        stop = max(0, at - _MENTION_BACK)
+        while start > stop and (text[start - 1].isalnum() or text[start - 1] in "./\\_+@~-"):
             start -= 1
         after = text[end] if end < len(text) else " "
         mention = text[start:end].replace("\\", "/").lstrip("./")

@@ -113,8 +113,10 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
     """
     if type(name) is not str:
         return None
-    own = own_name(name)
-    if own in _COMMAND_TOOLS:
+    tool = _tool_kind(name)
+    if tool is None:
+        return None
+    if tool == "command":
         command = arguments.get("command") if type(arguments) is dict else None
         if type(command) is not str:
             return None
@@ -123,10 +125,22 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
         if command in _COMMAND_EDITS:
             return EditorCall(EDIT, _path_of(arguments))
         return None
-    if own in _READ_TOOLS:
+    if tool == READ:
         return _READ_CALL
+    return EditorCall(EDIT, _path_of(arguments) or _patch_path(arguments))
+
+
+@lru_cache(maxsize=4096)
+def _tool_kind(name: str) -> str | None:
+    """``"command"`` (a ``str_replace_editor``-style tool), ``READ``, ``EDIT`` or ``None``,
+    by the tool's own name (cached: a scan asks again for every call of a run)."""
+    own = own_name(name)
+    if own in _COMMAND_TOOLS:
+        return "command"
+    if own in _READ_TOOLS:
+        return READ
     if own in _EDIT_TOOLS:
-        return EditorCall(EDIT, _path_of(arguments) or _patch_path(arguments))
+        return EDIT
     return None
 
 

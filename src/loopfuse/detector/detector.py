@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from loopfuse.detector.core import RunCore
-from loopfuse.detector.digests import is_digest, results_digest
+from loopfuse.detector.digests import digest_facts, is_digest, results_digest
 from loopfuse.detector.records import (
     BatchRecord,
     BatchRecordError,
@@ -280,7 +280,8 @@ class LoopDetector:
                 raise InvalidInputError("pass either a digest or answers=, not both")
             calls = [c for c in record._calls if isinstance(c, ToolCall)]
             digest = results_digest(calls, answers, error=error)
-            text = answers_text(answers)
+            if digest is not None and digest_facts(digest)[0]:
+                text = answers_text(answers)  # only a failing check's text is ever read
         elif digest is not None and not is_digest(digest):
             raise InvalidInputError(
                 f"digest must be made by results_digest(), got {digest!r}: "
@@ -317,10 +318,11 @@ class LoopDetector:
 
 
 def answers_text(answers: Sequence[object] | Mapping[str, object]) -> str | None:
-    """The text answers handed to ``record_results``, joined (each clipped as the error
-    check reads it), for what reads answers as text (``no_progress``'s edits)."""
+    """The text answers handed to ``record_results``, joined and clipped as the error
+    check reads an answer (a few KB, however many answers), for what reads answers as
+    text (``no_progress``'s edits)."""
     values = answers.values() if isinstance(answers, Mapping) else answers
     if isinstance(values, str | bytes):
         return None
     texts = [clip_text(value) for value in values if isinstance(value, str)]
-    return "\n".join(texts) if texts else None
+    return clip_text("\n".join(texts)) if texts else None  # bounded, however many answers

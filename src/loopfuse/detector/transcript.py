@@ -162,8 +162,9 @@ class BatchAnswers:
         return text[:_DETAIL_CHARS] or None
 
     def text(self) -> str:
-        """Every answer's text, joined; of a long answer, its first and last few KB."""
-        return "\n".join(clip_text(_text_of(content)) for content, _ in self.items)
+        """Every answer's text, joined, each and the whole clipped to their first and last
+        few KB (as a live detector keeps the text it is given)."""
+        return clip_text("\n".join(clip_text(_text_of(content)) for content, _ in self.items))
 
     def key(self) -> str:
         """The normalised answers alone, whatever the calls: 16 hex digits, equal to the

@@ -2,18 +2,24 @@
 
 Usage::
 
-    python benchmarks/corpus_eval.py [SOURCE] [--list] [--pools] [--lopo] [--signals]
+    python benchmarks/corpus_eval.py [SOURCE ...] [--mode refuse|warn|both] [--list]
+        [--pools] [--lopo] [--signals] [--quick]
 
-``SOURCE`` is a folder of trajectories or a ``.tar.xz`` of them (default:
-``../shared/corpus`` next to the repository; ``../shared/calibration.tar.xz`` is the
-calibration set). Each file is one trajectory in OpenAI Chat format with ``outcome``
-(resolved / failed / unknown) and ``exit_reason``. Every step — the request the agent
+Each ``SOURCE`` is a folder of trajectories or a ``.tar.xz`` of them (default:
+``../shared/corpus`` next to the repository; ``../shared/calibration.tar.xz`` and
+``../shared/openhands-calibration.tar.xz`` are the calibration sets; several sources are
+read as one corpus, each run in the pool its source's ``index.tsv`` names). Each file is
+one trajectory in OpenAI Chat format with ``outcome`` (resolved / failed / unknown) and
+``exit_reason``. Every step — the request the agent
 sends after the tool results of one assistant turn — is judged as a proxy would judge
 it (``scan`` of that request; computed in one pass with :class:`loopfuse.detector.Replay`,
 which gives the same verdicts); the first step whose verdict is not ``ok`` is the flag.
-Reported per configuration: resolved runs flagged (and how many of them ended on their
-own rather than on a budget), failed runs flagged, and the tool calls of failed runs
-that come after the flag (what stopping would have saved).
+Each mode of the integrations' guard is replayed from the same verdicts: ``refuse`` stops
+the first loop; ``warn`` notes a loop the first time and stops it when the same loop
+(kind and signature) comes back. Reported per mode and configuration: resolved runs
+stopped (split: ended on their own, or on a budget: ``exit_cost``, ``max_steps``,
+``max_iterations``), failed runs stopped, and the tool calls of failed runs that come
+after the stop (what stopping would have saved).
 
 ``--signals`` measures each signal alone over a range of thresholds; ``--lopo`` chooses
 every threshold on all pools but one — the *safe edge* (the most aggressive value that
@@ -37,7 +43,7 @@ from loopfuse.intent import extract_intent
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = REPO.parent / "shared" / "corpus"
-BUDGET_EXITS = ("exit_cost", "max_steps")
+BUDGET_EXITS = ("exit_cost", "max_steps", "max_iterations")
 
 
 @dataclass
@@ -64,52 +70,113 @@ def _pool(name: str) -> str:
     return "sweagent-java" if prefix.startswith("sweagent-java") else prefix.split("_")[0]
 
 
+def _index_pools(text: str) -> dict[str, str]:
+    """``file -> pool`` from a corpus ``index.tsv`` (its header names the columns)."""
+    rows = [line.split("\t") for line in text.splitlines() if line.strip()]
+    if not rows or "pool" not in rows[0] or "file" not in rows[0]:
+        return {}
+    at_file, at_pool = rows[0].index("file"), rows[0].index("pool")
+    return {Path(r[at_file]).stem: r[at_pool] for r in rows[1:] if len(r) > max(at_file, at_pool)}
+
+
 def _files(source: Path) -> Iterator[tuple[str, bytes]]:
+    """``(name, JSON bytes)`` of every trajectory; ``index.tsv`` comes first, as name ``""``."""
     if source.is_dir():
+        index = source / "index.tsv"
+        if index.is_file():
+            yield "", index.read_bytes()
         for path in sorted(source.glob("*.json")):
             yield path.stem, path.read_bytes()
         return
     with tarfile.open(source, "r:*") as tar:
-        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+        members = sorted(tar.getmembers(), key=lambda m: m.name)
+        for member in members:
+            if member.isfile() and Path(member.name).name == "index.tsv":
+                handle = tar.extractfile(member)
+                if handle is not None:
+                    yield "", handle.read()
+        for member in members:
             if member.isfile() and member.name.endswith(".json"):
                 handle = tar.extractfile(member)
                 if handle is not None:
                     yield Path(member.name).stem, handle.read()
 
 
-def load(source: Path) -> list[Trajectory]:
-    """Every trajectory of a folder or tarball, as canonical messages and request steps."""
+def load(*sources: Path) -> list[Trajectory]:
+    """Every trajectory of the folders or tarballs, as canonical messages and request steps.
+
+    A run's pool is the one its source's ``index.tsv`` names, else read from its file name.
+    """
     out = []
-    for name, raw in _files(source):
-        data = json.loads(raw)
-        messages = extract_intent({"model": "m", "messages": data["messages"]})["messages"]
-        t = Trajectory(name, _pool(name), data["outcome"], data.get("exit_reason") or "", messages)
-        for k, message in enumerate(messages):
-            following = messages[k + 1]["role"] if k + 1 < len(messages) else None
-            if message["role"] == "tool" and following != "tool":
-                t.steps.append(k)
-        remaining = 0
-        after = {}
-        for k in range(len(messages) - 1, -1, -1):
-            after[k] = remaining
-            remaining += len(messages[k].get("tool_calls") or [])
-        after[-1] = remaining
-        t.calls_after = after
-        out.append(t)
+    for source in sources:
+        pools: dict[str, str] = {}
+        for name, raw in _files(Path(source)):
+            if not name:
+                pools = _index_pools(raw.decode("utf-8", "replace"))
+                continue
+            out.append(_trajectory(name, pools.get(name) or _pool(name), json.loads(raw)))
     return out
 
 
-def first_flag(t: Trajectory, detector: LoopDetector) -> tuple[int, str] | None:
-    """The first step whose request would be refused, and the signal's kind."""
+def _trajectory(name: str, pool: str, data: dict[str, Any]) -> Trajectory:
+    messages = extract_intent({"model": "m", "messages": data["messages"]})["messages"]
+    t = Trajectory(name, pool, data["outcome"], data.get("exit_reason") or "", messages)
+    for k, message in enumerate(messages):
+        following = messages[k + 1]["role"] if k + 1 < len(messages) else None
+        if message["role"] == "tool" and following != "tool":
+            t.steps.append(k)
+    remaining = 0
+    after = {}
+    for k in range(len(messages) - 1, -1, -1):
+        after[k] = remaining
+        remaining += len(messages[k].get("tool_calls") or [])
+    after[-1] = remaining
+    t.calls_after = after
+    return t
+
+
+Flag = tuple[int, str]  # (the step stopped at, the kind of the signal that stopped it)
+Verdicts = list[tuple[int, str, str]]  # every step whose verdict is not ok: (step, kind, signature)
+MODES = ("refuse", "warn")
+
+
+def verdicts_of(t: Trajectory, detector: LoopDetector) -> Verdicts:
+    """Every request of the run whose verdict is not ``ok``, in order (one replay)."""
     walk = Replay(detector.settings)
     steps = set(t.steps)
+    found: Verdicts = []
     for k, message in enumerate(t.messages):
         walk.add(message, k)
         if k in steps:
             verdict = walk.verdict()
             if not verdict.ok:
-                return k, verdict.kind or "?"
+                found.append((k, verdict.kind or "?", verdict.signature or ""))
+    return found
+
+
+def stop_of(verdicts: Verdicts, mode: str) -> Flag | None:
+    """Where a guard in ``mode`` stops the run, given its verdicts.
+
+    ``refuse`` stops the first loop; ``warn`` notes a loop the first time and stops it
+    when the same loop (kind and signature, as the integrations' ``Guard`` keys its
+    notes) comes back; ``note`` never stops. The replay cannot know what the agent would
+    have done with a note, so it assumes it went on as it did.
+    """
+    if mode == "refuse":
+        return (verdicts[0][0], verdicts[0][1]) if verdicts else None
+    if mode != "warn":
+        return None
+    noted: set[tuple[str, str]] = set()
+    for k, kind, signature in verdicts:
+        if (kind, signature) in noted:
+            return k, kind
+        noted.add((kind, signature))
     return None
+
+
+def first_flag(t: Trajectory, detector: LoopDetector, mode: str = "refuse") -> Flag | None:
+    """The step a guard in ``mode`` would stop the run at, and the signal's kind."""
+    return stop_of(verdicts_of(t, detector), mode)
 
 
 @dataclass
@@ -123,9 +190,7 @@ class Row:
     flagged: list[str] = field(default_factory=list)
 
 
-def score(
-    flags: dict[str, tuple[int, str] | None], corpus: Iterable[Trajectory], label: str
-) -> Row:
+def score(flags: dict[str, Flag | None], corpus: Iterable[Trajectory], label: str) -> Row:
     row = Row(label)
     for t in corpus:
         flag = flags.get(t.name)
@@ -144,8 +209,18 @@ def score(
     return row
 
 
-def flags_of(corpus: list[Trajectory], detector: LoopDetector) -> dict[str, tuple[int, str] | None]:
-    return {t.name: first_flag(t, detector) for t in corpus}
+def all_verdicts(corpus: list[Trajectory], detector: LoopDetector) -> dict[str, Verdicts]:
+    return {t.name: verdicts_of(t, detector) for t in corpus}
+
+
+def stops(verdicts: dict[str, Verdicts], mode: str) -> dict[str, Flag | None]:
+    return {name: stop_of(found, mode) for name, found in verdicts.items()}
+
+
+def flags_of(
+    corpus: list[Trajectory], detector: LoopDetector, mode: str = "refuse"
+) -> dict[str, Flag | None]:
+    return stops(all_verdicts(corpus, detector), mode)
 
 
 # Every signal off: a configuration turns on the ones it names.
@@ -180,10 +255,21 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "max_error_streak=None": {"max_error_streak": None},
     "max_near_repeats=None": {"max_near_repeats": None},
     "max_unchanged_checks=None": {"max_unchanged_checks": None},
+    "max_unchanged_checks=5": {"max_unchanged_checks": 5},
+    "editor_aware=False": {"editor_aware": False},
+    "max_unread_edit_checks=None": {"max_unread_edit_checks": None},
+    "max_unread_edit_checks=8": {"max_unread_edit_checks": 8},
+    "before issue 20 (no editor rules, max_unchanged_checks=5)": {
+        "editor_aware": False,
+        "max_unread_edit_checks": None,
+        "max_unchanged_checks": 5,
+    },
     "error_storm=None": {"error_storm": None},
     "v1 signals only (no answer signals, cycles to 4)": {
         "max_cycle_period": 4,
         "error_aware": False,
+        "editor_aware": False,
+        "max_unread_edit_checks": None,
         "max_error_streak": None,
         "max_near_repeats": None,
         "max_unchanged_checks": None,
@@ -192,79 +278,86 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def table(rows: list[Row], corpus: list[Trajectory]) -> str:
+def table(rows: list[Row], corpus: list[Trajectory], mode: str) -> str:
     n_res = sum(t.outcome == "resolved" for t in corpus)
     n_own = sum(t.outcome == "resolved" and t.on_its_own for t in corpus)
     n_fail = sum(t.outcome == "failed" for t in corpus)
     n_calls = sum(t.calls for t in corpus if t.outcome == "failed")
     lines = [
-        f"| configuration | resolved flagged (of {n_res}) | ... ended on their own (of {n_own}) "
-        f"| failed flagged (of {n_fail}) | calls after the flag (of {n_calls}) |",
-        "|---|---|---|---|---|",
+        f"| {mode}: configuration | resolved stopped (of {n_res}) | ... ended on their own "
+        f"(of {n_own}) | ... on a budget | failed stopped (of {n_fail}) | calls after the stop "
+        f"(of {n_calls}) |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.label} | {r.resolved} | {r.resolved_own} | {r.failed} | "
-            f"{r.after} ({100 * r.after / max(1, n_calls):.0f}%) |"
+            f"| {r.label} | {r.resolved} | {r.resolved_own} | {r.resolved - r.resolved_own} | "
+            f"{r.failed} | {r.after} ({100 * r.after / max(1, n_calls):.0f}%) |"
         )
     return "\n".join(lines)
 
 
-def per_signal(corpus: list[Trajectory]) -> dict[str, list[dict[str, tuple[int, str] | None]]]:
-    """Each signal alone, at each of its thresholds: the first flag of every run."""
+SignalVerdicts = dict[str, list[dict[str, Verdicts]]]
+
+
+def per_signal(corpus: list[Trajectory]) -> SignalVerdicts:
+    """Each signal alone, at each of its thresholds: every run's verdicts."""
     return {
-        name: [flags_of(corpus, LoopDetector(**{**ALL_OFF, **cfg})) for cfg in values]
+        name: [all_verdicts(corpus, LoopDetector(**{**ALL_OFF, **cfg})) for cfg in values]
         for name, values in SIGNALS.items()
     }
 
 
-def combine(flag_sets: Iterable[dict[str, tuple[int, str] | None]]) -> dict[str, Any]:
-    """Several signals together: a run's first flag is the earliest of any of them."""
-    out: dict[str, tuple[int, str] | None] = {}
-    for flags in flag_sets:
-        for name, flag in flags.items():
-            best = out.get(name)
-            if flag is not None and (best is None or flag[0] < best[0]):
-                out[name] = flag
-            else:
-                out.setdefault(name, best)
-    return out
-
-
 def choose(
-    signal_flags: dict[str, list[dict[str, tuple[int, str] | None]]], train: list[Trajectory]
+    signal_verdicts: SignalVerdicts, train: list[Trajectory], mode: str
 ) -> dict[str, int | None]:
-    """Per signal: one notch inside its safe edge on ``train`` (``None``: no safe value)."""
+    """Per signal: one notch inside its safe edge on ``train`` in ``mode`` (``None``: no
+    safe value). The safe edge is the most aggressive value that stops no resolved run."""
     chosen: dict[str, int | None] = {}
-    for name, per_value in signal_flags.items():
+    for name, per_value in signal_verdicts.items():
         edge = None
-        for i, flags in enumerate(per_value):
-            if score(flags, train, "").resolved == 0:
+        for i, verdicts in enumerate(per_value):
+            if score(stops(verdicts, mode), train, "").resolved == 0:
                 edge = i
                 break
         chosen[name] = None if edge is None or edge + 1 >= len(per_value) else edge + 1
     return chosen
 
 
-def lopo(corpus: list[Trajectory], signal_flags: dict[str, Any]) -> str:
+def chosen_config(chosen: dict[str, int | None]) -> dict[str, Any]:
+    """The detector configuration that turns on each signal at its chosen threshold."""
+    config = dict(ALL_OFF)
+    for name, i in chosen.items():
+        if i is not None:
+            config.update(SIGNALS[name][i])
+    return config
+
+
+def lopo(corpus: list[Trajectory], signal_verdicts: SignalVerdicts, mode: str) -> str:
+    """Leave one pool out: thresholds chosen on the other pools, the chosen detector
+    (every signal together, as deployed) replayed on the pool left out."""
     lines = [
-        "| held-out pool | chosen on the other pools | held out: resolved flagged / failed "
-        "flagged / calls after the flag |",
+        f"| {mode}: held-out pool | chosen on the other pools | held out: resolved stopped "
+        "(on their own) / failed stopped / calls after the stop |",
         "|---|---|---|",
     ]
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]
     for pool in sorted({t.pool for t in corpus}):
         train = [t for t in corpus if t.pool != pool]
         test = [t for t in corpus if t.pool == pool]
-        chosen = choose(signal_flags, train)
-        picked = [signal_flags[n][i] for n, i in chosen.items() if i is not None]
-        row = score(combine(picked), test, pool)
-        totals = [a + b for a, b in zip(totals, (row.resolved, row.failed, row.after), strict=True)]
+        chosen = choose(signal_verdicts, train, mode)
+        detector = LoopDetector(**chosen_config(chosen))
+        row = score(flags_of(test, detector, mode), test, pool)
+        got = (row.resolved, row.resolved_own, row.failed, row.after)
+        totals = [a + b for a, b in zip(totals, got, strict=True)]
         text = ", ".join(
             f"{n} {_value(SIGNALS[n][i]) if i is not None else 'off'}" for n, i in chosen.items()
         )
-        lines.append(f"| {pool} | {text} | {row.resolved} / {row.failed} / {row.after} |")
-    lines.append(f"| **all pools** | | **{totals[0]} / {totals[1]} / {totals[2]}** |")
+        lines.append(
+            f"| {pool} | {text} | {row.resolved} ({row.resolved_own}) / {row.failed} / "
+            f"{row.after} |"
+        )
+    lines.append(f"| **all pools** | | **{totals[0]} ({totals[1]}) / {totals[2]} / {totals[3]}** |")
     return "\n".join(lines)
 
 
@@ -274,21 +367,26 @@ def _value(cfg: dict[str, Any]) -> str:
     )
 
 
-def signal_table(corpus: list[Trajectory], signal_flags: dict[str, Any]) -> str:
+def signal_table(corpus: list[Trajectory], signal_verdicts: SignalVerdicts, mode: str) -> str:
     lines = [
-        "| signal alone | threshold | resolved flagged | failed flagged | calls after |",
+        f"| {mode}: signal alone | threshold | resolved stopped (on their own) | failed stopped "
+        "| calls after |",
         "|---|---|---|---|---|",
     ]
-    for name, per_value in signal_flags.items():
-        for cfg, flags in zip(SIGNALS[name], per_value, strict=True):
-            r = score(flags, corpus, "")
-            lines.append(f"| {name} | {_value(cfg)} | {r.resolved} | {r.failed} | {r.after} |")
+    for name, per_value in signal_verdicts.items():
+        for cfg, verdicts in zip(SIGNALS[name], per_value, strict=True):
+            r = score(stops(verdicts, mode), corpus, "")
+            lines.append(
+                f"| {name} | {_value(cfg)} | {r.resolved} ({r.resolved_own}) | {r.failed} | "
+                f"{r.after} |"
+            )
     return "\n".join(lines)
 
 
-def per_pool(corpus: list[Trajectory], flags: dict[str, Any]) -> str:
+def per_pool(corpus: list[Trajectory], flags: dict[str, Flag | None], mode: str) -> str:
     lines = [
-        "| pool | runs (resolved / failed) | resolved flagged | failed flagged | calls after |",
+        f"| {mode}: pool | runs (resolved / failed) | resolved stopped (on their own) | "
+        "failed stopped | calls after |",
         "|---|---|---|---|---|",
     ]
     for pool in sorted({t.pool for t in corpus}):
@@ -298,7 +396,7 @@ def per_pool(corpus: list[Trajectory], flags: dict[str, Any]) -> str:
         fail = sum(t.outcome == "failed" for t in subset)
         calls = sum(t.calls for t in subset if t.outcome == "failed")
         lines.append(
-            f"| {pool} | {len(subset)} ({res} / {fail}) | {r.resolved} | "
+            f"| {pool} | {len(subset)} ({res} / {fail}) | {r.resolved} ({r.resolved_own}) | "
             f"{r.failed} / {fail} | {r.after} / {calls} |"
         )
     return "\n".join(lines)
@@ -306,37 +404,45 @@ def per_pool(corpus: list[Trajectory], flags: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", nargs="?", default=str(DEFAULT_SOURCE))
-    parser.add_argument("--list", action="store_true", help="list the runs the defaults flag")
+    parser.add_argument("sources", nargs="*", default=[str(DEFAULT_SOURCE)])
+    parser.add_argument(
+        "--mode", choices=(*MODES, "both"), default="both", help="the guard's mode replayed"
+    )
+    parser.add_argument("--list", action="store_true", help="list the runs the defaults stop")
     parser.add_argument("--pools", action="store_true", help="the defaults per pool")
     parser.add_argument("--signals", action="store_true", help="each signal alone")
     parser.add_argument("--lopo", action="store_true", help="leave-one-pool-out selection")
+    parser.add_argument("--quick", action="store_true", help="the defaults only")
     args = parser.parse_args(argv)
-    source = Path(args.source)
-    if not source.exists():
-        print(f"no such folder or tarball: {source}", file=sys.stderr)
-        return 2
-    corpus = load(source)
+    sources = [Path(source) for source in args.sources]
+    for source in sources:
+        if not source.exists():
+            print(f"no such folder or tarball: {source}", file=sys.stderr)
+            return 2
+    corpus = load(*sources)
     if not corpus:
-        print(f"no trajectories in {source}", file=sys.stderr)
+        print(f"no trajectories in {', '.join(map(str, sources))}", file=sys.stderr)
         return 2
-    all_flags = {label: flags_of(corpus, LoopDetector(**cfg)) for label, cfg in CONFIGS.items()}
-    rows = [score(flags, corpus, label) for label, flags in all_flags.items()]
-    print(table(rows, corpus))
-    if args.list:
-        for item in rows[0].flagged:
-            print("   ", item)
-    if args.pools:
-        print()
-        print(per_pool(corpus, all_flags["**defaults**"]))
-    if args.signals or args.lopo:
-        signal_flags = per_signal(corpus)
+    modes = MODES if args.mode == "both" else (args.mode,)
+    configs = {"**defaults**": {}} if args.quick else CONFIGS
+    verdicts = {label: all_verdicts(corpus, LoopDetector(**cfg)) for label, cfg in configs.items()}
+    signal_verdicts = per_signal(corpus) if args.signals or args.lopo else {}
+    for mode in modes:
+        rows = [score(stops(found, mode), corpus, label) for label, found in verdicts.items()]
+        print(table(rows, corpus, mode))
+        if args.list:
+            for item in rows[0].flagged:
+                print("   ", item)
+        if args.pools:
+            print()
+            print(per_pool(corpus, stops(verdicts["**defaults**"], mode), mode))
         if args.signals:
             print()
-            print(signal_table(corpus, signal_flags))
+            print(signal_table(corpus, signal_verdicts, mode))
         if args.lopo:
             print()
-            print(lopo(corpus, signal_flags))
+            print(lopo(corpus, signal_verdicts, mode))
+        print()
     return 0
 
 

@@ -25,10 +25,10 @@ from loopfuse.cli.readers import read_bytes
 from loopfuse.integrations import Guard, GuardDecision
 
 CONFIGS = {
-    "all guards, strict": Settings(max_repeats=1, max_strikes=1, cache_ttl=5.0),
-    "cache only": Settings(guards=("dedup",), cache_ttl=7.0),
-    "breaker only": Settings(guards=("breaker",), max_repeats=1, window=5.0),
-    "defaults": Settings(),
+    "all guards, strict": Settings(max_repeats=1, max_strikes=1, cache_ttl=5.0, mode="refuse"),
+    "cache only": Settings(guards=("dedup",), cache_ttl=7.0, mode="refuse"),
+    "breaker only": Settings(guards=("breaker",), max_repeats=1, window=5.0, mode="refuse"),
+    "defaults": Settings(mode="refuse"),
 }
 
 Outcome = tuple[str, str | None, int]

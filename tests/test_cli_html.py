@@ -85,7 +85,7 @@ def healthy() -> dict[str, Any]:
 
 
 def render(folder: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    assert main(["scan", str(folder), "--format", "html", *args]) == 1
+    assert main(["scan", str(folder), "--format", "html", "--mode", "refuse", *args]) == 1
     page = capsys.readouterr().out
     page.encode("utf-8")  # no lone surrogate left: the page is valid UTF-8
     return page

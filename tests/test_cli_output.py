@@ -77,7 +77,7 @@ def test_text_fits_80_columns_and_has_no_colour_off_a_tty(
 def test_each_finding_says_where_what_and_what_was_not_spent(
     files: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["scan", files[2]]) == 1
+    assert main(["scan", files[2], "--mode", "refuse"]) == 1
     lines = capsys.readouterr().out.splitlines()
     [head] = [i for i, line in enumerate(lines) if line.startswith("  turn ")]
     assert lines[head] == "  turn 5 (message 9)  error_streak then repeat: 4 in a row, up to 8"

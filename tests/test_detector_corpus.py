@@ -22,6 +22,7 @@ from loopfuse.detector import scan_intent
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 CALIBRATION = ROOT.parent / "shared" / "calibration.tar.xz"
+OPENHANDS = ROOT.parent / "shared" / "openhands-calibration.tar.xz"
 
 
 def corpus_eval() -> ModuleType:
@@ -56,6 +57,13 @@ def test_defaults_meet_the_calibration_targets() -> None:
     assert row.resolved == 0, row.flagged  # no resolved run stopped, budget or not
     assert row.failed >= 30, row.flagged
     assert row.after >= 600, row.flagged
+    # Issue 20's targets, in both modes of the integrations' guard.
+    verdicts = evaluation.all_verdicts(trajectories, LoopDetector())
+    for mode, failed, after in (("refuse", 36, 879), ("warn", 34, 800)):
+        row = evaluation.score(evaluation.stops(verdicts, mode), trajectories, mode)
+        assert row.resolved == 0, (mode, row.flagged)
+        assert row.failed >= failed, (mode, row.flagged)
+        assert row.after >= after, (mode, row.after)
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
@@ -71,3 +79,21 @@ def test_the_one_pass_replay_gives_what_scan_gives_on_every_request() -> None:
             if k in steps:
                 request = {"messages": t.messages[: k + 1]}
                 assert walk.verdict() == scan_intent(request, det), (t.name, k)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OPENHANDS.is_file(), reason="../shared/openhands-calibration is absent")
+@pytest.mark.parametrize("mode", ["refuse", "warn"])
+def test_no_openhands_run_that_succeeded_on_its_own_is_stopped(mode: str) -> None:
+    """A harness the defaults were not first chosen on (OpenHands CodeActAgent: its
+    edits land in /workspace while its checks import /testbed)."""
+    evaluation = corpus_eval()
+    trajectories = evaluation.load(OPENHANDS)
+    assert len(trajectories) >= 200
+    flags = evaluation.flags_of(trajectories, LoopDetector(), mode)
+    row = evaluation.score(flags, trajectories, "")
+    assert row.resolved_own == 0, row.flagged
+    assert row.failed >= 5, row.flagged
+    if mode == "warn":  # issue 20's targets
+        assert row.failed >= 12, row.flagged
+        assert row.after >= 200, row.flagged

@@ -24,6 +24,7 @@ from typing import Final
 from loopfuse import DedupCache, LoopBreaker
 from loopfuse.cli.options import (
     GUARDS,
+    MODES,
     OPTIONS,
     Option,
     detector_arguments,
@@ -35,9 +36,12 @@ from loopfuse.detector import LoopDetector
 from loopfuse.detector.settings import default_settings
 from loopfuse.errors import ConfigError
 from loopfuse.integrations import Guard
+from loopfuse.integrations._decision import Mode
+from loopfuse.integrations.httpx import DEFAULT_MODE
 
 __all__ = [
     "GUARDS",
+    "MODES",
     "OPTIONS",
     "Option",
     "Settings",
@@ -65,6 +69,7 @@ class Settings:
     """
 
     guards: tuple[str, ...] = GUARDS
+    mode: str = DEFAULT_MODE
     window: float = _BREAKER.window
     max_repeats: int = _BREAKER.max_repeats
     max_strikes: int | None = _D.max_strikes
@@ -74,9 +79,11 @@ class Settings:
     max_error_streak: int | None = _D.max_error_streak
     max_near_repeats: int | None = _D.max_near_repeats
     max_unchanged_checks: int | None = _D.max_unchanged_checks
+    max_unread_edit_checks: int | None = _D.max_unread_edit_checks
     error_storm: tuple[int, int] | None = _D.error_storm
     max_stagnation_steps: int | None = _D.max_stagnation_steps
     error_aware: bool = _D.error_aware
+    editor_aware: bool = _D.editor_aware
     normalize_answers: bool = _D.normalize_answers
     detector_window: int = _D.window
     observation_tools: tuple[str, ...] = field(default=())
@@ -132,7 +139,7 @@ def detector_of(settings: Settings) -> LoopDetector:
 
 def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
     """The :class:`~loopfuse.integrations.Guard` a scan replays one file through: the
-    guards ``settings.guards`` names, on ``clock``, in ``refuse`` mode. A request that
+    guards ``settings.guards`` names, on ``clock``, in ``settings.mode``. A request that
     names no session (no ``session`` in a log entry, no end user in the body) is counted
     in session ``"default"``, as if the whole file were one client's."""
     guards = settings.guards
@@ -144,9 +151,17 @@ def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
         cache=cache if "dedup" in guards else None,
         cache_streams=settings.cache_streams,
         cache_sampled=settings.cache_sampled,
+        mode=_mode(settings.mode),
         shared_session="default",
         clock=clock,
     )
+
+
+def _mode(name: str) -> Mode:
+    for mode in MODES:
+        if mode == name:
+            return mode
+    raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {name!r}")
 
 
 def check(settings: Settings, source: str = "flags") -> None:

@@ -1,8 +1,8 @@
 """One file's requests through the guard decision every integration runs, on a fake clock.
 
 Each file gets its own :class:`~loopfuse.integrations.Guard` (``guard_of`` in
-:mod:`loopfuse.cli.config`: breaker, detector and cache on a fake clock, ``refuse``
-mode), so files never influence each other, and every request goes through
+:mod:`loopfuse.cli.config`: breaker, detector and cache on a fake clock, in the mode
+replayed: ``--mode``), so files never influence each other, and every request goes through
 :meth:`Guard.prepare <loopfuse.integrations.Guard.prepare>` and
 :meth:`Guard.check_prepared <loopfuse.integrations.Guard.check_prepared>`: ``check``
 in two steps, the very decision a deployed guard makes (which guard speaks first, what
@@ -161,7 +161,7 @@ class _Run:
         result.tokens_in += request.tokens[0]
         result.tokens_out += request.tokens[1]
         self.sessions.add(request.session)
-        step = Step(request.position, request.session, "refuse" if action == "note" else action)
+        step = Step(request.position, request.session, action)
         result.steps.append(step)
         if decision is None or action in ("forward", "unchecked"):
             self.grouper.step(request.session, request.identity, None)
@@ -187,6 +187,7 @@ class _Run:
             tool_calls=request.tool_calls,
             tokens_in=request.tokens[0],
             tokens_out=request.tokens[1],
+            noted=action == "note",
         )
         self.grouper.step(request.session, request.identity, act)
 
@@ -281,7 +282,7 @@ def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
         stored = entry.status is None or entry.status == 200
         decision = run.check(request, prepared, verdict, stored=stored)
         result.steps[-1].calls = last_calls(parsed["messages"])
-        went_upstream = result.steps[-1].action == "forward"
+        went_upstream = result.steps[-1].action in ("forward", "note")
         if went_upstream and entry.status is not None:  # a failure there makes a retry
             run.guard.outcome(decision, entry.status)
     result.dialect = _dialect(dialects)

@@ -65,8 +65,9 @@ _NAMES: Final = {"breaker": "LoopBreaker", "detector": "LoopDetector", "dedup": 
 
 
 def results(settings: Settings | None = None) -> list[FileResult]:
-    """Replay every bundled example with ``settings`` (default: the guards' defaults)."""
-    settings = settings or Settings()
+    """Replay every bundled example with ``settings`` (default: the guards' defaults, in
+    ``refuse`` mode: the demo shows each loop stopped where it is found)."""
+    settings = settings or Settings(mode="refuse")
     package = importlib.resources.files("loopfuse.examples")
     out = []
     for example in EXAMPLES:
@@ -99,9 +100,9 @@ def _verdict(example: Example, result: FileResult) -> tuple[bool, str]:
 
 def run(stdout: TextIO, style: Style, output_format: str = "text", width: int = 80) -> int:
     """Run the demo, write the report (and, as text, the explanation); 0 if as expected."""
-    settings = Settings()
+    settings = Settings(mode="refuse")  # each loop stopped where it is found
     found = results(settings)
-    summary = Summary.of(found, [], settings.guards)
+    summary = Summary.of(found, [], settings.guards, mode=settings.mode)
     checks = [_verdict(example, result) for example, result in zip(EXAMPLES, found, strict=True)]
     if output_format == "json":
         stdout.write(render_json(found, [], summary, settings) + "\n")

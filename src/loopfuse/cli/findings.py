@@ -61,6 +61,7 @@ class Act:
     tool_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    noted: bool = False  # the request went on with a note for the model (nothing spared)
 
 
 class Grouper:
@@ -83,11 +84,14 @@ class Grouper:
                 self._gaps.add(id(same))  # the same request went through: a new stretch
             return
         result = self.result
-        result.acted[act.guard] = result.acted.get(act.guard, 0) + 1
-        result.spared_requests += 1
-        result.spared_tool_calls += act.tool_calls
-        result.spared_tokens_in += act.tokens_in
-        result.spared_tokens_out += act.tokens_out
+        if act.noted:  # the request was sent, with a note: nothing was spared
+            result.noted[act.guard] = result.noted.get(act.guard, 0) + 1
+        else:
+            result.acted[act.guard] = result.acted.get(act.guard, 0) + 1
+            result.spared_requests += 1
+            result.spared_tool_calls += act.tool_calls
+            result.spared_tokens_in += act.tokens_in
+            result.spared_tokens_out += act.tokens_out
         finding = same or self._open.get(session)
         if finding is None:
             finding = self._open_finding(session, act)
@@ -95,10 +99,13 @@ class Grouper:
             contiguous = id(finding) not in self._gaps
             self._gaps.discard(id(finding))
             self._extend(finding, act, contiguous, new_request=same is None)
-        finding.requests += 1
-        finding.tool_calls += act.tool_calls
-        finding.tokens_in += act.tokens_in
-        finding.tokens_out += act.tokens_out
+        if act.noted:
+            finding.notes += 1
+        else:
+            finding.requests += 1
+            finding.tool_calls += act.tool_calls
+            finding.tokens_in += act.tokens_in
+            finding.tokens_out += act.tokens_out
         self._open[session] = finding
         self._same[(session, act.identity)] = finding
 
@@ -119,7 +126,7 @@ class Grouper:
             message_index=act.message_index,
             loop_from=described.loop_from,
             same_as=act.same_as,
-            spans=[Span(act.guard, act.kind, act.position, act.position, 1, act.count, act.count)],
+            spans=[_span(act)],
         )
         self.result.findings.append(finding)
         return finding
@@ -129,14 +136,13 @@ class Grouper:
         finding.last = max(finding.last, act.position)
         finding.max_count = max(finding.max_count, act.count)
         span = finding.spans[-1]
-        if contiguous and span.guard == act.guard and span.kind == act.kind:
+        same = span.guard == act.guard and span.kind == act.kind and span.noted == act.noted
+        if contiguous and same:
             span.last = act.position
             span.requests += 1
             span.max_count = max(span.max_count, act.count)
         else:
-            finding.spans.append(
-                Span(act.guard, act.kind, act.position, act.position, 1, act.count, act.count)
-            )
+            finding.spans.append(_span(act))
         if finding.message is None:
             finding.message = act.message
         # Each step of a cycle, each request of a client hammering several: what repeated.
@@ -295,3 +301,8 @@ def _loop_from(
                 period = offending - 1 - back
                 break
     return max(1, offending - max(1, verdict.count) * period + 1)
+
+
+def _span(act: Act) -> Span:
+    """The stretch an act opens."""
+    return Span(act.guard, act.kind, act.position, act.position, 1, act.count, act.count, act.noted)

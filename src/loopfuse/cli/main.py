@@ -255,7 +255,9 @@ def run_scan(
             problems.append(f"{name}: {problem}")
             complain(problems[-1])
     progress.clear()
-    summary = Summary.of(results, errors, settings.guards, settings.price_per_mtok)
+    summary = Summary.of(
+        results, errors, settings.guards, settings.price_per_mtok, mode=settings.mode
+    )
     if settings.format == "json":
         output = render_json(results, errors, summary, settings, problems)
     elif settings.format == "markdown":

@@ -23,7 +23,9 @@ from loopfuse.errors import ConfigError
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["GUARDS", "OPTIONS", "Option", "detector_arguments", "load_toml", "parse_value"]
+    from loopfuse.integrations._decision import Mode
+
+__all__ = ["GUARDS", "MODES", "OPTIONS", "Option", "detector_arguments", "load_toml", "parse_value"]
 
 
 class Option(NamedTuple):
@@ -52,8 +54,19 @@ class Option(NamedTuple):
 GUARDS: Final = ("breaker", "detector", "dedup")
 """The guards a scan runs, in the order the report lists them."""
 
+MODES: Final[tuple[Mode, ...]] = ("refuse", "warn", "note")
+"""The modes a scan replays, as the integrations' ``Guard`` runs them."""
+
 OPTIONS: Final = (
     Option("guards", "names", "guards to run", "scan", GUARDS),
+    Option(
+        "mode",
+        "choice",
+        "the guard's mode replayed: refuse each loop; warn: a note first, a stop when the "
+        "loop goes on (the integrations' default); note: a note every time",
+        "scan",
+        MODES,
+    ),
     Option("window", "seconds", "breaker: sliding window, seconds", "breaker"),
     Option("max_repeats", "int", "breaker: identical requests a window may hold", "breaker"),
     Option("max_strikes", "int?", "identical batches allowed in a row (none: off)", "detector"),
@@ -78,9 +91,18 @@ OPTIONS: Final = (
         "runs of a check unchanged by edits allowed (none: off)",
         "detector",
     ),
+    Option(
+        "max_unread_edit_checks",
+        "count?",
+        "runs of a check unchanged by edits of files it does not read (none: off)",
+        "detector",
+    ),
     Option("error_storm", "pair?", "ERRORS,CALLS: that many of the last calls failed", "detector"),
     Option("max_stagnation_steps", "int?", "same prose answer allowed (none: off)", "detector"),
     Option("error_aware", "bool", "a repeated error is refused one repeat earlier", "detector"),
+    Option(
+        "editor_aware", "bool", "editor tools judged by their arguments (view: a read)", "detector"
+    ),
     Option(
         "normalize_answers", "bool", "answers differing only in noise count as the same", "detector"
     ),

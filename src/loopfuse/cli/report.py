@@ -12,6 +12,7 @@ or ``--color never``).
 Summary
   files      0 scanned
   requests   0 replayed
+  mode       refuse (every loop refused)
   breaker    0 requests refused
   detector   0 requests refused
   dedup      0 requests answered from the cache

@@ -20,7 +20,8 @@ __all__ = ["FileResult", "Finding", "Span", "Step"]
 class Step:
     """One request, as the guard decided it (kept for the timelines of flagged runs).
 
-    ``action`` is ``"forward"``, ``"refuse"``, ``"hit"`` (answered from the cache) or
+    ``action`` is ``"forward"``, ``"refuse"``, ``"note"`` (sent with a note for the
+    model), ``"hit"`` (answered from the cache) or
     ``"unchecked"`` (a body loopfuse cannot read goes through as it is); ``guard``,
     ``kind`` and ``count`` say who acted and why. ``calls`` are the tool names of the
     turn the request produced (transcripts; for a log, of the request's last turn).
@@ -37,7 +38,8 @@ class Step:
 
 @dataclass(slots=True)
 class Span:
-    """Consecutive acts of one guard, of one kind, within a finding."""
+    """Consecutive acts of one guard, of one kind, within a finding; ``noted`` when they
+    were notes (the requests went on with a note for the model), not stops."""
 
     guard: str
     kind: str
@@ -46,6 +48,7 @@ class Span:
     requests: int = 1
     count: int = 0
     max_count: int = 0
+    noted: bool = False
 
 
 @dataclass(slots=True)
@@ -62,8 +65,10 @@ class Finding:
     answered). ``message_index`` is where, in the conversation list, the turn the
     first refused request produced starts; ``loop_from`` the turn where the repeated
     stretch began; ``same_as`` where the same request was first sent. What was not
-    spent: ``requests`` (every request the guard acted on), their ``tool_calls`` and
-    tokens (``tokens_in`` the context they carried, ``tokens_out`` their answers).
+    spent: ``requests`` (every request the guard stopped or answered), their
+    ``tool_calls`` and tokens (``tokens_in`` the context they carried, ``tokens_out``
+    their answers). ``notes`` counts the requests that went on with a note for the model
+    (``--mode warn`` or ``note``): they were sent, so nothing of them was spared.
     """
 
     session: str
@@ -84,6 +89,7 @@ class Finding:
     tool_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    notes: int = 0
     spans: list[Span] = field(default_factory=list)
 
     @property
@@ -116,7 +122,9 @@ class FileResult:
     unchecked: int = 0
     bad_lines: int = 0
     acted: dict[str, int] = field(default_factory=dict)
-    """Requests each guard acted on."""
+    """Requests each guard stopped (refused, or answered from the cache)."""
+    noted: dict[str, int] = field(default_factory=dict)
+    """Requests each guard let go on with a note for the model."""
     findings: list[Finding] = field(default_factory=list)
     spared_requests: int = 0
     spared_tool_calls: int = 0

@@ -37,6 +37,12 @@ GUARD_VERBS: Final = {
 }
 """What each guard does to a request it acts on."""
 
+_MODE_TEXTS: Final = {
+    "refuse": "refuse (every loop refused)",
+    "warn": "warn (a loop noted the first time, refused when it goes on)",
+    "note": "note (every loop noted, none refused)",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Summary:
@@ -62,6 +68,10 @@ class Summary:
     outcomes: dict[str, list[int]]
     """For files that record an ``outcome`` (trajectories): outcome -> [flagged, files]."""
     price: Price | None = None
+    mode: str = "refuse"
+    """The guard's mode replayed (``--mode``)."""
+    noted: dict[str, int] | None = None
+    """Requests each guard let go on with a note for the model (``acted``: stopped)."""
 
     @classmethod
     def of(
@@ -70,9 +80,12 @@ class Summary:
         errors: Sequence[InputError],
         guards: Sequence[str],
         price: Price | None = None,
+        mode: str = "refuse",
     ) -> Summary:
-        """Add up ``results``; ``errors`` are the files that could not be read."""
+        """Add up ``results``; ``errors`` are the files that could not be read; ``mode``
+        is the guard's mode they were replayed in."""
         acted: Counter[str] = Counter()
+        noted: Counter[str] = Counter()
         found: Counter[str] = Counter()
         kinds: dict[str, Counter[str]] = {guard: Counter() for guard in GUARDS}
         outcomes: dict[str, list[int]] = {}
@@ -83,6 +96,7 @@ class Summary:
                 tally[0] += not result.clean
                 tally[1] += 1
             acted.update(result.acted)
+            noted.update(result.noted)
             for finding in result.findings:
                 # In span order, not a set's: kinds that tie are listed as first met,
                 # the same on every run (a set's order moves with PYTHONHASHSEED).
@@ -110,6 +124,8 @@ class Summary:
             ),
             outcomes=dict(sorted(outcomes.items())),
             price=price,
+            mode=mode,
+            noted={guard: noted[guard] for guard in GUARDS},
         )
 
     @property
@@ -136,18 +152,31 @@ class Summary:
             )
             rows.append(("outcomes", f"flagged {flagged}"))
         rows.append(("requests", requests))
+        rows.append(("mode", self.mode_text()))
         for guard in GUARDS:
-            if guard not in self.guards:
-                rows.append((guard, "off"))
-                continue
-            text = f"{plural(self.acted[guard], 'request')} {GUARD_VERBS[guard]}"
-            if self.findings[guard]:
-                kinds = ", ".join(f"{n} {kind}" for kind, n in self.kinds[guard].items())
-                text += f" in {plural(self.findings[guard], 'finding')} ({kinds})"
-            rows.append((guard, text))
+            rows.append((guard, self.guard_text(guard)))
         if self.spared_requests:
             rows.append(("not spent", self.not_spent()))
         return rows
+
+    def mode_text(self) -> str:
+        """The mode replayed, as the report names it."""
+        return _MODE_TEXTS.get(self.mode, self.mode)
+
+    def guard_text(self, guard: str) -> str:
+        """What ``guard`` did over the scan: ``2 requests refused, 1 noted in 1 finding
+        (1 no_progress)``; ``off`` when it did not run. Notes and stops are counted apart:
+        a noted request was sent (with a note for the model), a stopped one was not."""
+        if guard not in self.guards:
+            return "off"
+        text = f"{plural(self.acted[guard], 'request')} {GUARD_VERBS[guard]}"
+        noted = (self.noted or {}).get(guard, 0)
+        if noted:
+            text += f", {noted:,} noted"
+        if self.findings[guard]:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in self.kinds[guard].items())
+            text += f" in {plural(self.findings[guard], 'finding')} ({kinds})"
+        return text
 
     def not_spent(self) -> str:
         """The "not spent" line: requests, tool calls, tokens, money."""
@@ -206,7 +235,7 @@ def spans_text(finding: Finding, shown: int | None = None) -> str:
                 where += f" ({span.requests:,})"
         if named and span.guard == "detector":
             where += f" ({span.kind})"
-        this = GUARD_VERBS.get(span.guard, "acted on")
+        this = "noted" if span.noted else GUARD_VERBS.get(span.guard, "acted on")
         parts.append(where if this == verb else f"{this} {where}")
         verb = this
     if len(spans) < len(finding.spans):

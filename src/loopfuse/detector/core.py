@@ -99,6 +99,8 @@ class RunCore:
             self._last = None
         limit = self.settings.tool_limit(names)
         entry = HistoryEntry(key, names, observation and not costly, args, limit)
+        if not observation:
+            entry.edits = self.settings.edits(names, args)
         self.history.append(entry)
         record = BatchRecord(self.owner, self._run, entry, self._total, self._strikes)
         record.observation = observation
@@ -184,17 +186,23 @@ class RunCore:
     # --- once its answers are known -----------------------------------------------------
 
     def record(
-        self, record: BatchRecord, answers: Answers, signals: bool = True
+        self,
+        record: BatchRecord,
+        answers: Answers,
+        signals: bool = True,
+        text: str | None = None,
     ) -> tuple[RepeatOutcome, Finding | None]:
         """Report a batch's answers; also what answer-based signal they trip, if any
         (:meth:`loop` tells it as a :class:`LoopDetected`; the next :meth:`admit` refuses).
 
         A replay that only needs an earlier turn's effect on the run skips its signals
         (``signals=False``): they would trip only the next turn, which it does not judge.
+        ``text`` is the answers' text when the caller has it beside a digest.
         """
         record.use(self.owner)
         entry = record._entry
         entry.answers = answers
+        entry.text = text
         entry.refused = False  # it ran after all: answer-based signals read it again
         if self._refused is not None and self._refused.record is record:
             self._refused = None  # it ran after all: its answers now speak for it
@@ -251,7 +259,9 @@ class RunCore:
                 return found
         if settings.max_unchanged_checks is not None:
             limit = settings.max_unchanged_checks
-            found = unchanged_check(history, limit, settings.normalize_answers)
+            found = unchanged_check(
+                history, limit, settings.normalize_answers, settings.max_unread_edit_checks
+            )
             if found is not None:
                 return found
         if settings.error_storm is not None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from loopfuse.detector.core import RunCore
-from loopfuse.detector.digests import is_digest, results_digest
+from loopfuse.detector.digests import digest_facts, is_digest, results_digest
 from loopfuse.detector.records import (
     BatchRecord,
     BatchRecordError,
@@ -31,12 +31,14 @@ from loopfuse.detector.settings import (
     DEFAULT_MAX_STAGNATION_STEPS,
     DEFAULT_MAX_STRIKES,
     DEFAULT_MAX_UNCHANGED_CHECKS,
+    DEFAULT_MAX_UNREAD_EDIT_CHECKS,
     DEFAULT_WINDOW,
     DetectorSettings,
 )
 from loopfuse.detector.shell import DEFAULT_READ_ONLY_COMMANDS, DEFAULT_SHELL_TOOLS
 from loopfuse.detector.signature import ToolCall, batch_signature
 from loopfuse.detector.tools import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
+from loopfuse.detector.transcript import clip_text
 from loopfuse.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -72,8 +74,16 @@ class LoopDetector:
       whatever the calls; the next one trips (``kind="error_streak"``). ``None``: off.
     - ``max_near_repeats`` (3): calls differing only slightly (whitespace, numbers, one
       token) with the same answer, allowed in a row (``kind="near_repeat"``).
-    - ``max_unchanged_checks`` (5): runs of the same check with edits in between that gave
+    - ``max_unchanged_checks`` (4): runs of the same check with edits in between that gave
       the same answer every time (``kind="no_progress"``).
+    - ``editor_aware`` (on): editor and file tools are judged by their arguments
+      (:mod:`loopfuse.detector.editors`): a view or a ``Read`` only reads; an edit whose
+      answer is an error changed nothing.
+    - ``max_unread_edit_checks`` (9): for ``no_progress``, runs of a failing check after
+      editor edits of files it does not read (neither its command line nor its answer
+      names them: the edits land where the check does not look) trip only past this many
+      runs in all (``max_unchanged_checks`` counts runs after changes the check reads).
+      ``None``: every edit counts alike.
     - ``error_storm`` ((10, 12)): 10 of the last 12 calls failed (``kind="error_storm"``).
     - ``max_stagnation_steps`` (5): the same prose answer, in :meth:`scan`
       (:class:`~loopfuse.detector.stagnation.StagnationDetector`). ``None``: off.
@@ -120,6 +130,8 @@ class LoopDetector:
         max_cycle_laps: int = DEFAULT_MAX_CYCLE_LAPS,
         normalize_answers: bool = True,
         error_aware: bool = True,
+        editor_aware: bool = True,
+        max_unread_edit_checks: int | None = DEFAULT_MAX_UNREAD_EDIT_CHECKS,
         max_error_streak: int | None = DEFAULT_MAX_ERROR_STREAK,
         max_near_repeats: int | None = DEFAULT_MAX_NEAR_REPEATS,
         max_unchanged_checks: int | None = DEFAULT_MAX_UNCHANGED_CHECKS,
@@ -143,6 +155,8 @@ class LoopDetector:
             max_cycle_laps=max_cycle_laps,
             normalize_answers=normalize_answers,
             error_aware=error_aware,
+            editor_aware=editor_aware,
+            max_unread_edit_checks=max_unread_edit_checks,
             max_error_streak=max_error_streak,
             max_near_repeats=max_near_repeats,
             max_unchanged_checks=max_unchanged_checks,
@@ -260,11 +274,14 @@ class LoopDetector:
         """
         if not isinstance(record, BatchRecord):
             raise BatchRecordError(f"expected a BatchRecord, got {type(record).__name__}")
+        text = None
         if answers is not None:
             if digest is not None:
                 raise InvalidInputError("pass either a digest or answers=, not both")
             calls = [c for c in record._calls if isinstance(c, ToolCall)]
             digest = results_digest(calls, answers, error=error)
+            if digest is not None and digest_facts(digest)[0]:
+                text = answers_text(answers)  # only a failing check's text is ever read
         elif digest is not None and not is_digest(digest):
             raise InvalidInputError(
                 f"digest must be made by results_digest(), got {digest!r}: "
@@ -274,7 +291,7 @@ class LoopDetector:
             record.use(self)
             return RepeatOutcome.NOT_COMPARABLE
         with self._lock:
-            outcome, _ = self._core.record(record, digest)
+            outcome, _ = self._core.record(record, digest, text=text)
         return outcome
 
     def break_run(self) -> None:
@@ -298,3 +315,14 @@ class LoopDetector:
         from loopfuse.detector.scan import scan_intent
 
         return scan_intent(intent, detector=self)
+
+
+def answers_text(answers: Sequence[object] | Mapping[str, object]) -> str | None:
+    """The text answers handed to ``record_results``, joined and clipped as the error
+    check reads an answer (a few KB, however many answers), for what reads answers as
+    text (``no_progress``'s edits)."""
+    values = answers.values() if isinstance(answers, Mapping) else answers
+    if isinstance(values, str | bytes):
+        return None
+    texts = [clip_text(value) for value in values if isinstance(value, str)]
+    return clip_text("\n".join(texts)) if texts else None  # bounded, however many answers

@@ -122,6 +122,9 @@ class AnswersLike(Protocol):
     def detail(self) -> str | None:
         """The text of the first answer, for a message (``None`` when not text)."""
 
+    def text(self) -> str:
+        """Every answer's text, joined (its first and last few KB each)."""
+
     def key(self) -> str:
         """The normalised answers alone, whatever the calls (see :func:`answers_key`)."""
 
@@ -188,9 +191,13 @@ class HistoryEntry:
     calls' arguments (for telling near repeats); ``eligible`` says the batch gets the
     read-only allowance; ``limit`` is its ``tool_limits`` cap; ``refused`` marks a batch
     refused and never reported as run, which answer-based signals look through.
+    ``edits`` names the files the batch edits when editor edits are all it does
+    (:meth:`~loopfuse.detector.settings.DetectorSettings.edits`); ``text`` is its
+    answers' text when known beside a digest (what a later check's edits are read
+    against).
     """
 
-    __slots__ = ("answers", "args", "eligible", "key", "limit", "names", "refused")
+    __slots__ = ("answers", "args", "edits", "eligible", "key", "limit", "names", "refused", "text")
 
     def __init__(
         self,
@@ -207,10 +214,21 @@ class HistoryEntry:
         self.limit = limit
         self.answers: Answers = None
         self.refused = False
+        self.edits: tuple[str, ...] | None = None
+        self.text: str | None = None
 
     def facts(self) -> tuple[bool, bool] | None:
         """:func:`answer_facts` of this batch's answers."""
         return answer_facts(self.answers)
+
+    def answer_text(self) -> str | None:
+        """The text of this batch's answers, when known (``None`` for a bare digest)."""
+        if self.text is not None:
+            return self.text
+        answers = self.answers
+        if answers is None or isinstance(answers, str):
+            return None
+        return answers.text()
 
 
 def signature_of(key: object) -> str:

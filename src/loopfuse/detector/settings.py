@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Final
 
+from loopfuse.detector.editors import EDIT, READ, editor_call
 from loopfuse.detector.shell import (
     DEFAULT_READ_ONLY_COMMANDS,
     DEFAULT_SHELL_TOOLS,
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_MAX_STAGNATION_STEPS",
     "DEFAULT_MAX_STRIKES",
     "DEFAULT_MAX_UNCHANGED_CHECKS",
+    "DEFAULT_MAX_UNREAD_EDIT_CHECKS",
     "DEFAULT_WINDOW",
     "DetectorSettings",
     "default_settings",
@@ -47,7 +49,8 @@ DEFAULT_MAX_CYCLE_PERIOD: Final = 8
 DEFAULT_MAX_CYCLE_LAPS: Final = 2
 DEFAULT_MAX_ERROR_STREAK: Final = 3
 DEFAULT_MAX_NEAR_REPEATS: Final = 3
-DEFAULT_MAX_UNCHANGED_CHECKS: Final = 5
+DEFAULT_MAX_UNCHANGED_CHECKS: Final = 4
+DEFAULT_MAX_UNREAD_EDIT_CHECKS: Final = 9
 DEFAULT_ERROR_STORM: Final = (10, 12)
 DEFAULT_MAX_STAGNATION_STEPS: Final = 5
 DEFAULT_WINDOW: Final = 48
@@ -86,6 +89,8 @@ class DetectorSettings:
     max_cycle_laps: int = DEFAULT_MAX_CYCLE_LAPS
     normalize_answers: bool = True
     error_aware: bool = True
+    editor_aware: bool = True
+    max_unread_edit_checks: int | None = DEFAULT_MAX_UNREAD_EDIT_CHECKS
     max_error_streak: int | None = DEFAULT_MAX_ERROR_STREAK
     max_near_repeats: int | None = DEFAULT_MAX_NEAR_REPEATS
     max_unchanged_checks: int | None = DEFAULT_MAX_UNCHANGED_CHECKS
@@ -107,9 +112,15 @@ class DetectorSettings:
         _count("max_error_streak", self.max_error_streak, minimum=1, optional=True)
         _count("max_near_repeats", self.max_near_repeats, minimum=1, optional=True)
         _count("max_unchanged_checks", self.max_unchanged_checks, minimum=1, optional=True)
+        _count("max_unread_edit_checks", self.max_unread_edit_checks, minimum=1, optional=True)
         _count("max_stagnation_steps", self.max_stagnation_steps, optional=True)
         _count("window", self.window, minimum=8)
-        for flag in ("normalize_answers", "error_aware", "enabled"):
+        for flag in (
+            "normalize_answers",
+            "error_aware",
+            "editor_aware",
+            "enabled",
+        ):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
         storm = self.error_storm
@@ -226,13 +237,19 @@ class DetectorSettings:
 
         A shell call is read-only when its command line is (:mod:`loopfuse.detector.shell`);
         so is a call of a tool named after the program its ``command`` runs (transcripts
-        that name each action after its first word: ``cat``, ``grep``, ``sed``). Any other
-        tool is judged by its name (:mod:`loopfuse.detector.tools`).
+        that name each action after its first word: ``cat``, ``grep``, ``sed``); with
+        ``editor_aware``, an editor call when it only reads (:mod:`loopfuse.detector.editors`:
+        ``str_replace_editor`` ``view``, ``Read``). Any other tool is judged by its name
+        (:mod:`loopfuse.detector.tools`).
         """
         observation = bool(names)
         costly = False
         for name, arguments in zip(names, args, strict=False):
             read_only = self.shell.classify_call(name, arguments)
+            if read_only is None and self.editor_aware:
+                editor = editor_call(name, arguments)
+                if editor is not None:
+                    read_only = editor.action == READ
             if read_only is None:
                 read_only = self._program_call(name, arguments)
             if read_only is None:
@@ -242,6 +259,21 @@ class DetectorSettings:
             else:
                 observation = observation and read_only
         return observation, costly
+
+    def edits(self, names: tuple[str, ...], args: tuple[object, ...]) -> tuple[str, ...] | None:
+        """The files a state-changing batch edits through editor tools, when that is all
+        it does (``editor_aware``); ``None`` when some call changes state otherwise (a
+        shell command, a tool judged by its name) or names no file."""
+        if not self.editor_aware:
+            return None
+        paths: list[str] = []
+        for name, arguments in zip(names, args, strict=False):
+            editor = editor_call(name, arguments)
+            if editor is None or (editor.action == EDIT and editor.path is None):
+                return None
+            if editor.path is not None:
+                paths.append(editor.path)
+        return tuple(paths) if paths else None
 
     def _program_call(self, name: str, arguments: object) -> bool | None:
         """For a tool named after the program its command line starts with, whether that

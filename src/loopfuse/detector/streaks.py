@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Final
 
+from loopfuse.detector.editors import mentions_file
 from loopfuse.detector.records import HistoryEntry, same_answers, same_answers_across
 from loopfuse.intent import canonical_json
 
@@ -172,28 +173,84 @@ def near_repeat(history: Sequence[HistoryEntry], limit: int) -> Finding | None:
     return Finding("near_repeat", count, newest, newest.names)
 
 
-def unchanged_check(history: Sequence[HistoryEntry], limit: int, normalize: bool) -> Finding | None:
+def unchanged_check(
+    history: Sequence[HistoryEntry],
+    limit: int,
+    normalize: bool,
+    unread_limit: int | None = None,
+) -> Finding | None:
     """The newest batch — a check that fails — run more than ``limit`` times with
     state-changing batches between its runs, failing the same way each time: the changes
     are not moving it. A repeated action whose answer is a constant confirmation
-    (``git checkout`` → "Updated 1 path") is not a failing check and never counts."""
+    (``git checkout`` → "Updated 1 path") is not a failing check and never counts.
+
+    Editor edits are judged by what they did (:mod:`loopfuse.detector.editors`): one that
+    failed changed nothing (a run after nothing but failed edits is passed over). With
+    ``unread_limit``, a successful edit of a file the check does not read (its command
+    line or answer names a file of that name in another place, never the edited one: the
+    edits land in a copy while the check runs the original) is weaker evidence, since
+    the answer itself shows the agent where to look: runs after such edits only trip
+    past ``unread_limit`` runs in all, while runs after changes the check reads (or
+    may read: it names no file of that name) trip past ``limit``.
+    """
     newest = history[-1]
     facts = _says_something(newest)
     if facts is None or not facts[0]:
         return None
-    count = 1
-    changed = False  # a state-changing batch since the later run
+    count = 1  # runs after changes the check reads (and the newest)
+    runs = 1  # runs after any change (and the newest)
+    read = False  # a change the check reads, since the later run
+    unread = False  # a successful edit of a file the check does not read, since then
+    failed = False  # an edit that failed (changed nothing), since then
+    check_text: list[str | None] = []  # computed once, when an edit needs it
     for entry in _ran(history):
         if entry.key != newest.key:
-            changed = changed or not entry.eligible
+            if not entry.eligible:
+                change = _change(entry, newest, unread_limit is not None, check_text)
+                read = read or change == "read"
+                unread = unread or change == "unread"
+                failed = failed or change == "failed"
             continue
-        if not changed or same_answers(entry.answers, newest.answers, normalize) is not True:
-            break  # run again at once (a repeat), or its answer moved: progress
-        count += 1
-        changed = False
-    if count <= limit:
-        return None
-    return Finding("no_progress", count, newest, newest.names)
+        if same_answers(entry.answers, newest.answers, normalize) is not True:
+            break  # its answer moved: progress
+        if read or unread:
+            runs += 1
+            count += read
+        elif not failed:
+            break  # run again at once: a repeat, which is another signal's business
+        read = unread = failed = False
+    if count > limit:
+        return Finding("no_progress", count, newest, newest.names)
+    if unread_limit is not None and runs > unread_limit:
+        return Finding("no_progress", runs, newest, newest.names)
+    return None
+
+
+def _change(
+    entry: HistoryEntry, check: HistoryEntry, reach: bool, check_text: list[str | None]
+) -> str:
+    """What a state-changing batch did to the check: ``"read"`` (a change it reads, or
+    one that cannot be seen through), ``"unread"`` (a successful edit of files it does
+    not read; only with ``reach``) or ``"failed"`` (an edit that changed nothing)."""
+    paths = entry.edits
+    if paths is None:
+        return "read"  # not only editor edits: a change this module cannot see through
+    facts = entry.facts()
+    if facts is not None and facts[0]:
+        return "failed"
+    if not reach:
+        return "read"
+    if not check_text:
+        answer = check.answer_text()
+        command = " ".join(_call_text(argument) for argument in check.args)
+        check_text.append(None if answer is None else f"{command}\n{answer}")
+    text = check_text[0]
+    if text is None:
+        return "read"  # an answer not known as text: every edit counts
+    named = [mentions_file(text, path) for path in paths]
+    if all(found is False for found in named):
+        return "unread"  # the check names the file, in another place: it reads that one
+    return "read"  # the file itself, or nothing to tell: the edit counts
 
 
 def error_storm(history: Sequence[HistoryEntry], errors: int, calls: int) -> Finding | None:

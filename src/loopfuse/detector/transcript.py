@@ -14,13 +14,27 @@ from typing import Any, Final
 
 from blake3 import blake3
 
-from loopfuse.detector.answers import is_contentless, looks_like_error, normalize_answer
+from loopfuse.detector.answers import (
+    SCAN_HEAD,
+    SCAN_TAIL,
+    is_contentless,
+    looks_like_error,
+    normalize_answer,
+)
 from loopfuse.detector.digests import answers_name, normal_text
 from loopfuse.detector.signature import call_signature
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import canonical_json
 
-__all__ = ["Batch", "BatchAnswers", "answers_of", "call_name", "prose_text", "tool_run_end"]
+__all__ = [
+    "Batch",
+    "BatchAnswers",
+    "answers_of",
+    "call_name",
+    "clip_text",
+    "prose_text",
+    "tool_run_end",
+]
 
 _DETAIL_CHARS: Final = 2000
 
@@ -147,6 +161,11 @@ class BatchAnswers:
         text = _text_of(self.items[0][0]) if self.items else ""
         return text[:_DETAIL_CHARS] or None
 
+    def text(self) -> str:
+        """Every answer's text, joined, each and the whole clipped to their first and last
+        few KB (as a live detector keeps the text it is given)."""
+        return clip_text("\n".join(clip_text(_text_of(content)) for content, _ in self.items))
+
     def key(self) -> str:
         """The normalised answers alone, whatever the calls: 16 hex digits, equal to the
         ``answers`` part of a :func:`~loopfuse.detector.results_digest` of the same text."""
@@ -213,6 +232,13 @@ def _text_of(content: list[Any]) -> str:
         elif type(plain) is tuple and plain[0] == "json":
             out.append(plain[1].decode("utf-8", "surrogatepass"))
     return "\n".join(out)
+
+
+def clip_text(text: str) -> str:
+    """``text``, or of a long one its first and last few KB (what error checks read too)."""
+    if len(text) <= SCAN_HEAD + SCAN_TAIL:
+        return text
+    return text[:SCAN_HEAD] + "\n" + text[-SCAN_TAIL:]
 
 
 def _all_text(content: list[Any]) -> bool:

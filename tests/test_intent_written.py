@@ -271,3 +271,14 @@ def test_reading_written_calls_is_linear_in_the_text() -> None:
     small, large = cost(2_000), cost(8_000)
     # Four times the text: about four times the cost (a quadratic reader gives ~16x).
     assert large < 8 * small + 0.05
+
+
+@pytest.mark.parametrize("kind", [[], {}, ["text"], None, 3])
+def test_a_block_whose_type_is_junk_is_read_as_before(kind: object) -> None:
+    """Found by the transcript fuzz: a user block whose ``type`` is a list (unhashable)."""
+    body = chat({"role": "user", "content": [{"type": kind, "text": "Observation: x"}]})
+    intent = extract_intent(body)
+    assert intent is not None
+    assert not any(m["role"] == "tool" for m in intent["messages"])
+    scan(body)
+    fingerprint(json.dumps(body).encode())

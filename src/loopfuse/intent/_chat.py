@@ -176,7 +176,7 @@ def _user_turn(
     content = message.get("content")
     if type(content) is str or (
         isinstance(content, list)
-        and all(isinstance(b, dict) and b.get("type") in _TEXT_TYPES for b in content)
+        and all(isinstance(b, dict) and _text_type(b.get("type")) for b in content)
     ):
         parts = content_parts(content)
         written = written_messages("user", parts, linker, walk, waiting) if parts else None
@@ -185,6 +185,11 @@ def _user_turn(
             return written[1]
     _user(message, linker, messages, walk)
     return False
+
+
+def _text_type(kind: object) -> bool:
+    """Whether a block ``type`` is a text block's (junk types may be unhashable)."""
+    return type(kind) is str and kind in _TEXT_TYPES
 
 
 def _tool_result(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:

@@ -75,6 +75,14 @@ class LoopDetector:
     - ``max_unchanged_checks`` (5): runs of the same check with edits in between that gave
       the same answer every time (``kind="no_progress"``).
     - ``error_storm`` ((10, 12)): 10 of the last 12 calls failed (``kind="error_storm"``).
+    - ``error_flags`` (on): a result that says it failed is an error whatever its text:
+      Anthropic ``is_error``, MCP ``isError``, LangChain ``status="error"``. ``False``:
+      only the text decides.
+    - ``framework_errors`` (on): an agent framework's answer to a call it could not run
+      (``Tool 'x' not found``, an unknown tool, invalid arguments: see
+      :mod:`loopfuse.detector.errors`) is an error, and the same error whatever tool name
+      or arguments the model invented, for the answer-based signals and error-aware
+      repeats. ``False``: such answers count only by what their text says.
     - ``max_stagnation_steps`` (5): the same prose answer, in :meth:`scan`
       (:class:`~loopfuse.detector.stagnation.StagnationDetector`). ``None``: off.
     - ``tool_limits``: per-tool caps, ``{"deploy": 1}`` (a second identical deploy in a row
@@ -120,6 +128,8 @@ class LoopDetector:
         max_cycle_laps: int = DEFAULT_MAX_CYCLE_LAPS,
         normalize_answers: bool = True,
         error_aware: bool = True,
+        error_flags: bool = True,
+        framework_errors: bool = True,
         max_error_streak: int | None = DEFAULT_MAX_ERROR_STREAK,
         max_near_repeats: int | None = DEFAULT_MAX_NEAR_REPEATS,
         max_unchanged_checks: int | None = DEFAULT_MAX_UNCHANGED_CHECKS,
@@ -143,6 +153,8 @@ class LoopDetector:
             max_cycle_laps=max_cycle_laps,
             normalize_answers=normalize_answers,
             error_aware=error_aware,
+            error_flags=error_flags,
+            framework_errors=framework_errors,
             max_error_streak=max_error_streak,
             max_near_repeats=max_near_repeats,
             max_unchanged_checks=max_unchanged_checks,
@@ -264,7 +276,8 @@ class LoopDetector:
             if digest is not None:
                 raise InvalidInputError("pass either a digest or answers=, not both")
             calls = [c for c in record._calls if isinstance(c, ToolCall)]
-            digest = results_digest(calls, answers, error=error)
+            reading = self.settings.error_reading
+            digest = results_digest(calls, answers, error=error, reading=reading)
         elif digest is not None and not is_digest(digest):
             raise InvalidInputError(
                 f"digest must be made by results_digest(), got {digest!r}: "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Final
 
+from loopfuse.detector.errors import ErrorReading
 from loopfuse.detector.shell import (
     DEFAULT_READ_ONLY_COMMANDS,
     DEFAULT_SHELL_TOOLS,
@@ -86,6 +87,8 @@ class DetectorSettings:
     max_cycle_laps: int = DEFAULT_MAX_CYCLE_LAPS
     normalize_answers: bool = True
     error_aware: bool = True
+    error_flags: bool = True
+    framework_errors: bool = True
     max_error_streak: int | None = DEFAULT_MAX_ERROR_STREAK
     max_near_repeats: int | None = DEFAULT_MAX_NEAR_REPEATS
     max_unchanged_checks: int | None = DEFAULT_MAX_UNCHANGED_CHECKS
@@ -109,7 +112,13 @@ class DetectorSettings:
         _count("max_unchanged_checks", self.max_unchanged_checks, minimum=1, optional=True)
         _count("max_stagnation_steps", self.max_stagnation_steps, optional=True)
         _count("window", self.window, minimum=8)
-        for flag in ("normalize_answers", "error_aware", "enabled"):
+        for flag in (
+            "normalize_answers",
+            "error_aware",
+            "error_flags",
+            "framework_errors",
+            "enabled",
+        ):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
         storm = self.error_storm
@@ -181,6 +190,12 @@ class DetectorSettings:
             ignore_tools=frozenset(_names("ignore_tools", ignore_tools)),
             **values,  # type: ignore[arg-type]
         )
+
+    @property
+    def error_reading(self) -> ErrorReading:
+        """Which evidence of an error beyond the text heuristics is read: the flags results
+        carry (``error_flags``), the frameworks' answers (``framework_errors``)."""
+        return ErrorReading(self.error_flags, self.framework_errors)
 
     @property
     def allowance(self) -> int | None:

@@ -5,11 +5,13 @@ detector and by ``scan``; each with its off switch."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loopfuse import ConfigError
+from loopfuse.cli.main import main
 from loopfuse.detector import (
     DetectorSettings,
     LoopDetected,
@@ -304,3 +306,16 @@ def test_the_switches_are_validated(name: str) -> None:
     with pytest.raises(ConfigError, match=name):
         LoopDetector(**{name: "yes"})
     assert getattr(DetectorSettings(), name) is True
+
+
+@pytest.mark.parametrize(("flag", "found"), [([], True), (["--no-framework-errors"], False)])
+def test_loopfuse_scan_reports_a_transcript_calling_tools_that_do_not_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: list[str], found: bool
+) -> None:
+    run = _chat([{"content": f"Tool 'hex_{k}' not found."} for k in range(1, 9)])
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run), encoding="utf-8")
+    code = main(["scan", str(path), "--format", "json", "--no-progress", *flag])
+    report = json.loads(capsys.readouterr().out)
+    kinds = [finding["kind"] for result in report["files"] for finding in result["findings"]]
+    assert (code, "error_streak" in kinds) == ((1, True) if found else (0, False))

@@ -76,6 +76,8 @@ class Settings:
     max_stagnation_steps: int | None = _D.max_stagnation_steps
     error_aware: bool = _D.error_aware
     normalize_answers: bool = _D.normalize_answers
+    error_flags: bool = _D.error_flags
+    framework_errors: bool = _D.framework_errors
     detector_window: int = _D.window
     observation_tools: tuple[str, ...] = field(default=())
     costly_tools: tuple[str, ...] = field(default=())
@@ -127,6 +129,15 @@ OPTIONS: Final = (
     Option("error_aware", "bool", "a repeated error is refused one repeat earlier", "detector"),
     Option(
         "normalize_answers", "bool", "answers differing only in noise count as the same", "detector"
+    ),
+    Option(
+        "error_flags", "bool", "a result flagged failed is an error (is_error, isError)", "detector"
+    ),
+    Option(
+        "framework_errors",
+        "bool",
+        "frameworks' unknown-tool / invalid-arguments answers are errors",
+        "detector",
     ),
     Option("detector_window", "int", "tool-call batches the detector remembers", "detector"),
     Option("observation_tools", "names", "more read-only tool names", "detector"),
@@ -224,6 +235,8 @@ def detector_of(settings: Settings) -> LoopDetector:
         max_cycle_laps=settings.max_cycle_laps,
         normalize_answers=settings.normalize_answers,
         error_aware=settings.error_aware,
+        error_flags=settings.error_flags,
+        framework_errors=settings.framework_errors,
         max_error_streak=settings.max_error_streak,
         max_near_repeats=settings.max_near_repeats,
         max_unchanged_checks=settings.max_unchanged_checks,

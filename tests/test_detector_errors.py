@@ -319,3 +319,25 @@ def test_loopfuse_scan_reports_a_transcript_calling_tools_that_do_not_exist(
     report = json.loads(capsys.readouterr().out)
     kinds = [finding["kind"] for result in report["files"] for finding in result["findings"]]
     assert (code, "error_streak" in kinds) == ((1, True) if found else (0, False))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Error: " + "a" * 200_000,
+        "Error invoking tool 'x' with kwargs " + "{" * 100_000,
+        "Tool " + "'" * 50_000 + " not found",
+        "{" + '"isError": true,' * 10_000,
+        '{"isError": true, "x": "\ud800"}',
+        "\n" * 100_000 + "Tool 'x' not found",
+        "Call id: " + "x" * 100_000 + "\nError:\nUnknown tool x, should be one of: a",
+        '{"error": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    ],
+    ids=["long", "braces", "quotes", "flags", "surrogate", "newlines", "call-id", "deep"],
+)
+def test_hostile_answers_never_raise(text: str) -> None:
+    """Attacker-controlled answers: a plain verdict, never an exception."""
+    assert isinstance(framework_error(text), bool)
+    assert isinstance(flagged_error(text), bool)
+    assert isinstance(normalize_answer(text), str)
+    assert isinstance(looks_like_error(text), bool)

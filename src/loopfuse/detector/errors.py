@@ -146,7 +146,7 @@ def framework_error(text: str) -> bool:
     >>> framework_error("Unknown tool name: 'hex'. Available tools: 'bash'\\n\\n"
     ...                 "Fix the errors and try again.")  # Pydantic AI
     True
-    >>> framework_error('{"error":"Unknown tool name: \'hex\'. Available tools: \'bash\'"}')
+    >>> framework_error('{"error": "the quota is spent"}')  # Pydantic AI, over OpenAI
     True
     >>> framework_error("Tool not found in the index, try another query")
     False

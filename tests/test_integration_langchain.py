@@ -18,7 +18,7 @@ from langchain_core.tools import tool
 
 from dialect_rules import check_openai_chat
 from loopfuse import ConfigError, GuardEvent
-from loopfuse.detector import LoopDetected
+from loopfuse.detector import LoopDetected, LoopDetector
 from loopfuse.integrations import MissingExtraError, _extras
 from loopfuse.integrations.langchain import LoopfuseMiddleware
 
@@ -187,3 +187,95 @@ def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
     with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[langchain\]'"):
         LoopfuseMiddleware()
+
+
+class InventingModel(ScriptedModel):
+    """Calls ``call(turn)`` — a ``(tool name, arguments)`` — every turn; ``None``: done."""
+
+    call: Any = None
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        turn = len(self.seen)
+        wanted = self.call(turn)
+        if wanted is None:
+            message = AIMessage(content=f"done after {turn} calls")
+        else:
+            name, arguments = wanted
+            call = {"name": name, "args": arguments, "id": f"call_{turn}"}
+            message = AIMessage(content="", tool_calls=[call])
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _tool_answers(result: dict[str, Any]) -> list[ToolMessage]:
+    return [m for m in result["messages"] if isinstance(m, ToolMessage)]
+
+
+@pytest.mark.parametrize(
+    "invent",
+    [
+        lambda turn: (f"hex_{turn}", {"value": turn}),  # a new name and arguments every lap
+        lambda turn: ("hex", {"value": turn, "base": 16 + turn}),  # new arguments only
+        lambda turn: (["hex", "to_hex", "hexify", "hex2"][turn % 4], {}),  # names in turn
+    ],
+    ids=["name-and-arguments", "arguments", "names"],
+)
+def test_a_model_calling_a_tool_that_does_not_exist_is_stopped_within_five_laps(
+    invent: Any,
+) -> None:
+    model = InventingModel(seen=[], call=invent)
+    result = agent_with(model, LoopfuseMiddleware()).invoke(START, LIMIT)  # mode: warn
+    answers = _tool_answers(result)
+    assert all(m.status == "error" and "is not a valid tool" in m.content for m in answers)
+    assert len(answers) <= 5
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage)
+    assert not last.tool_calls
+    assert "failed with the same error" in last.content
+    assert runs == []  # the one real tool was never called
+
+
+def test_a_tool_message_with_status_error_is_an_error_whatever_its_text() -> None:
+    from langchain_core.tools import ToolException
+
+    @tool
+    def quota(day: str, region: str) -> str:
+        """Look the day's quota up."""
+        raise ToolException("the quota for today is spent")  # no word of it says "error"
+
+    quota.handle_tool_error = True  # LangChain answers with the text, status="error"
+    days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun", "today", "now", "later", "soon"]
+    regions = ["eu", "us", "asia", "moon", "mars", "north", "south", "east", "west", "x", "y"]
+    lookups = {turn: {"day": days[turn], "region": regions[turn]} for turn in range(11)}
+
+    def run(middleware: LoopfuseMiddleware) -> dict[str, Any]:
+        model = InventingModel(
+            seen=[], call=lambda turn: None if turn > 10 else ("quota", lookups[turn])
+        )
+        return create_agent(model, tools=[quota], middleware=[middleware]).invoke(START, LIMIT)
+
+    stopped = run(LoopfuseMiddleware())
+    answers = _tool_answers(stopped)
+    assert answers[0].status == "error"
+    assert len(answers) <= 5
+    assert "failed with the same error" in stopped["messages"][-1].content
+    # the status is the only evidence: without reading flags the run goes on to its end
+    unflagged = run(LoopfuseMiddleware(detector=LoopDetector(error_flags=False)))
+    assert unflagged["messages"][-1].content == "done after 11 calls"
+
+
+def test_the_error_status_reaches_the_detector_as_is_error() -> None:
+    middleware = LoopfuseMiddleware(mode="note")
+    messages = [
+        HumanMessage("go"),
+        AIMessage(content="", tool_calls=[{"name": "a", "args": {}, "id": "c1"}]),
+        ToolMessage("fine", tool_call_id="c1"),
+        AIMessage(content="", tool_calls=[{"name": "a", "args": {"n": 2}, "id": "c2"}]),
+        ToolMessage("spent", tool_call_id="c2", status="error"),
+    ]
+    body, _ = middleware._body(messages, None)  # type: ignore[misc]
+    tools = [m for m in body["messages"] if m["role"] == "tool"]
+    assert [m.get("is_error") for m in tools] == [None, True]
+    check_openai_chat(
+        {"messages": [{k: v for k, v in m.items() if k != "is_error"} for m in body["messages"]]}
+    )

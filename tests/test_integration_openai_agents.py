@@ -161,3 +161,43 @@ def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
     with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[openai-agents\]'"):
         LoopfuseRunHooks()
+
+
+class InventingModel(ScriptedModel):
+    """Calls a tool that does not exist, with a new name and new arguments every turn."""
+
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kw: Any
+    ) -> Any:
+        self.inputs.append(input)
+        turn = len(self.inputs)
+        output = ResponseFunctionToolCall(
+            type="function_call",
+            id=f"fc_{turn}",
+            call_id=f"call_{turn}",
+            name=f"hex_{turn}",
+            arguments=json.dumps({"value": turn}),
+            status="completed",
+        )
+        return ModelResponse(output=[output], usage=Usage(), response_id=None)
+
+
+def test_a_model_calling_tools_that_do_not_exist_is_stopped_within_five_laps() -> None:
+    """The SDK answers an unknown tool with "Tool 'hex_1' not found." (no word of error)."""
+    model = InventingModel()
+    agent = Agent(name="converter", instructions="Convert.", model=model, tools=[bash])
+    config = RunConfig(tracing_disabled=True, tool_not_found_behavior="return_error_to_model")
+    with pytest.raises(LoopDetected) as caught:
+        asyncio.run(
+            Runner.run(
+                agent, "255 in hex?", hooks=LoopfuseRunHooks(), max_turns=30, run_config=config
+            )
+        )
+    assert caught.value.kind == "error_streak"
+    answers = [
+        item["output"]
+        for item in model.inputs[-1]
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+    assert answers[0] == "Tool 'hex_1' not found."
+    assert len(answers) <= 5

@@ -87,3 +87,41 @@ def test_a_pydantic_ai_agent_making_progress_finishes() -> None:
     result = agent(model, breaker=None, mode="refuse").run_sync("Look these up.")
     assert result.output == "All looked up."
     assert len(model.bodies) == len(words) + 1
+
+
+class Inventing(Model):
+    """A fake OpenAI server whose model calls a tool that does not exist, with a new name
+    and new arguments every turn."""
+
+    def __call__(self, request: Any) -> Any:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        n = len(self.bodies)
+        call = {"name": f"hex_{n}", "arguments": json.dumps({"value": n})}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": f"call_{n}", "type": "function", "function": call}],
+        }
+        completion = {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        return httpx2.Response(200, json=completion)
+
+
+def test_a_pydantic_ai_agent_calling_tools_that_do_not_exist_is_stopped() -> None:
+    """Pydantic AI answers each with {"error": "Unknown tool name: 'hex_1'. ..."}."""
+    model = Inventing([])
+    with pytest.raises(ModelHTTPError) as stopped:  # default mode: warn
+        agent(model, breaker=None).run_sync("255 in hex?")
+    message = loop_message(stopped.value)
+    assert message is not None
+    assert "failed with the same error" in message
+    answers = [m for m in model.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert "Unknown tool name: 'hex_1'" in answers[0]["content"]
+    assert len(model.bodies) <= 6  # five calls ran; the sixth request was refused

@@ -269,6 +269,8 @@ DIFFERENT: list[tuple[str, str, Callable[[Body], None]]] = [
     ("openai_chat", "tool arguments", lambda b: b["messages"][2]["tool_calls"][0][
         "function"].update(arguments='{"cmd": "pytest -x", "n": 1}')),
     ("openai_chat", "tool result", lambda b: b["messages"][4].update(content="2 failed")),
+    ("openai_chat", "tool result flagged failed (LangChain's status)", lambda b: b["messages"][
+        4].update(is_error=True)),
     ("openai_chat", "system prompt", lambda b: b["messages"][0].update(content="Be brief.")),
     ("openai_chat", "result linked to the other call", lambda b: [
         b["messages"][3].update(tool_call_id="call_abc"),
@@ -512,3 +514,16 @@ def test_extraction_leaves_the_body_unchanged(
     extract_intent(body)
     fingerprint(body)
     assert body == before
+
+
+def test_an_openai_chat_tool_message_flagged_is_error_keeps_its_flag() -> None:
+    """How the LangChain middleware passes ``ToolMessage.status == "error"`` on."""
+    body = openai_chat()
+    body["messages"][4]["is_error"] = True
+    intent = extract_intent(body)
+    assert intent is not None
+    assert intent["messages"][3]["is_error"] is True  # the system prompt is not a message
+    body["messages"][4]["is_error"] = "yes"  # only a real true counts
+    flagged = extract_intent(body)
+    assert flagged is not None
+    assert "is_error" not in flagged["messages"][3]

@@ -85,6 +85,8 @@ class Settings:
     error_aware: bool = _D.error_aware
     editor_aware: bool = _D.editor_aware
     normalize_answers: bool = _D.normalize_answers
+    error_flags: bool = _D.error_flags
+    framework_errors: bool = _D.framework_errors
     detector_window: int = _D.window
     observation_tools: tuple[str, ...] = field(default=())
     costly_tools: tuple[str, ...] = field(default=())

@@ -106,6 +106,15 @@ OPTIONS: Final = (
     Option(
         "normalize_answers", "bool", "answers differing only in noise count as the same", "detector"
     ),
+    Option(
+        "error_flags", "bool", "a result flagged failed is an error (is_error, isError)", "detector"
+    ),
+    Option(
+        "framework_errors",
+        "bool",
+        "frameworks' unknown-tool / invalid-arguments answers are errors",
+        "detector",
+    ),
     Option("detector_window", "int", "tool-call batches the detector remembers", "detector"),
     Option("observation_tools", "names", "more read-only tool names", "detector"),
     Option("costly_tools", "names", "more costly read-only tool names", "detector"),

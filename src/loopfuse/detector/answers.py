@@ -27,6 +27,8 @@ from bisect import bisect_left
 from functools import lru_cache
 from typing import Final
 
+from loopfuse.detector.errors import framework_error, normalize_framework_error
+
 __all__ = [
     "SCAN_HEAD",
     "SCAN_TAIL",
@@ -146,9 +148,11 @@ def _window(text: str) -> str:
     return text[:SCAN_HEAD] + "\n" + text[-SCAN_TAIL:]
 
 
-def looks_like_error(text: str) -> bool:
+def looks_like_error(text: str, *, frameworks: bool = True) -> bool:
     """Whether ``text`` reads like a failure: a traceback, a shell or compiler error,
-    a failed test summary, a non-zero exit code.
+    a failed test summary, a non-zero exit code; with ``frameworks``, also an agent
+    framework's answer to a call it could not run (:mod:`loopfuse.detector.errors`:
+    ``Tool 'x' not found``, an unknown tool, invalid arguments).
 
     >>> looks_like_error("/bin/bash: line 7: javac: command not found")
     True
@@ -160,12 +164,15 @@ def looks_like_error(text: str) -> bool:
     False
     >>> looks_like_error("<returncode>0</returncode>\\n<output>\\n3 passed\\n</output>")
     False
+    >>> looks_like_error("Tool 'hex' not found."), looks_like_error("Tool 'hex' not found.",
+    ...                                                             frameworks=False)
+    (True, False)
     """
     if type(text) is not str:
         return False
     # Only lines holding a hint can match: a few substring searches skip the rest. The
     # answer is cached: the scanner asks again about the same answer within a request.
-    return _window_is_error(_window(text))
+    return _window_is_error(_window(text)) or (frameworks and framework_error(text))
 
 
 def error_line(text: str) -> str | None:
@@ -245,16 +252,18 @@ _NEEDED: Final[tuple[tuple[str, ...], ...]] = (
 _CACHED_TEXT: Final = 16_384  # answers up to this long keep their normal form a while
 
 
-def normalize_answer(text: str) -> str:
+def normalize_answer(text: str, *, frameworks: bool = True) -> str:
     """``text`` with incidental noise replaced by placeholders.
 
     Rewritten: UUIDs, timestamps and clock times, durations (``0.53s``, ``120 ms``), hex
     ids and addresses, temp paths, pids, a shell's ``line N:`` error prefix, trailing
-    blanks. Everything else — in particular counters and percentages — is kept. An
-    answer longer than ``SCAN_HEAD + SCAN_TAIL`` characters is normalised in its first
-    :data:`SCAN_HEAD` and last :data:`SCAN_TAIL` characters and kept as it is between them,
-    so that its cost does not grow with the answer (each rewrite is linear in the text it
-    reads).
+    blanks; with ``frameworks``, the invented tool name and echoed arguments of a
+    framework's unknown-tool or invalid-arguments answer
+    (:func:`~loopfuse.detector.errors.normalize_framework_error`). Everything else — in
+    particular counters and percentages — is kept. An answer longer than ``SCAN_HEAD +
+    SCAN_TAIL`` characters is normalised in its first :data:`SCAN_HEAD` and last
+    :data:`SCAN_TAIL` characters and kept as it is between them, so that its cost does
+    not grow with the answer (each rewrite is linear in the text it reads).
 
     >>> normalize_answer("/bin/bash: line 13068: cd: fastjson/: No such file or directory")
     '/bin/bash: line <n>: cd: fastjson/: No such file or directory'
@@ -266,18 +275,20 @@ def normalize_answer(text: str) -> str:
     # A proxy sees each answer again in every later request of the conversation: the
     # normal form of a recent (not too long) answer is kept rather than made again.
     if type(text) is str and len(text) <= _CACHED_TEXT:
-        return _normalized(text)
-    return _normalize(text)
+        return _normalized(text, frameworks)
+    return _normalize(text, frameworks)
 
 
 @lru_cache(maxsize=256)
-def _normalized(text: str) -> str:
-    return _normalize(text)
+def _normalized(text: str, frameworks: bool) -> str:
+    return _normalize(text, frameworks)
 
 
-def _normalize(text: str) -> str:
+def _normalize(text: str, frameworks: bool) -> str:
     """The head and the tail of ``text`` normalised (all of it when it is short), the
     middle as it is: the same windows as :func:`looks_like_error` reads."""
+    if frameworks:
+        text = normalize_framework_error(text)
     if len(text) <= SCAN_HEAD + SCAN_TAIL:
         return _normalize_window(text)
     head = _normalize_window(text[:SCAN_HEAD])

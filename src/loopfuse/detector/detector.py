@@ -85,6 +85,14 @@ class LoopDetector:
       runs in all (``max_unchanged_checks`` counts runs after changes the check reads).
       ``None``: every edit counts alike.
     - ``error_storm`` ((10, 12)): 10 of the last 12 calls failed (``kind="error_storm"``).
+    - ``error_flags`` (on): a result that says it failed is an error whatever its text:
+      Anthropic ``is_error``, MCP ``isError``, LangChain ``status="error"``. ``False``:
+      only the text decides.
+    - ``framework_errors`` (on): an agent framework's answer to a call it could not run
+      (``Tool 'x' not found``, an unknown tool, invalid arguments: see
+      :mod:`loopfuse.detector.errors`) is an error, and the same error whatever tool name
+      or arguments the model invented, for the answer-based signals and error-aware
+      repeats. ``False``: such answers count only by what their text says.
     - ``max_stagnation_steps`` (5): the same prose answer, in :meth:`scan`
       (:class:`~loopfuse.detector.stagnation.StagnationDetector`). ``None``: off.
     - ``tool_limits``: per-tool caps, ``{"deploy": 1}`` (a second identical deploy in a row
@@ -132,6 +140,8 @@ class LoopDetector:
         error_aware: bool = True,
         editor_aware: bool = True,
         max_unread_edit_checks: int | None = DEFAULT_MAX_UNREAD_EDIT_CHECKS,
+        error_flags: bool = True,
+        framework_errors: bool = True,
         max_error_streak: int | None = DEFAULT_MAX_ERROR_STREAK,
         max_near_repeats: int | None = DEFAULT_MAX_NEAR_REPEATS,
         max_unchanged_checks: int | None = DEFAULT_MAX_UNCHANGED_CHECKS,
@@ -157,6 +167,8 @@ class LoopDetector:
             error_aware=error_aware,
             editor_aware=editor_aware,
             max_unread_edit_checks=max_unread_edit_checks,
+            error_flags=error_flags,
+            framework_errors=framework_errors,
             max_error_streak=max_error_streak,
             max_near_repeats=max_near_repeats,
             max_unchanged_checks=max_unchanged_checks,
@@ -279,7 +291,8 @@ class LoopDetector:
             if digest is not None:
                 raise InvalidInputError("pass either a digest or answers=, not both")
             calls = [c for c in record._calls if isinstance(c, ToolCall)]
-            digest = results_digest(calls, answers, error=error)
+            reading = self.settings.error_reading
+            digest = results_digest(calls, answers, error=error, reading=reading)
             if digest is not None and digest_facts(digest)[0]:
                 text = answers_text(answers)  # only a failing check's text is ever read
         elif digest is not None and not is_digest(digest):

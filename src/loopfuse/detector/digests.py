@@ -19,6 +19,7 @@ from typing import Final
 from blake3 import blake3
 
 from loopfuse.detector.answers import is_contentless, looks_like_error, normalize_answer
+from loopfuse.detector.errors import READ_EVERY_ERROR, ErrorReading, flagged_error
 from loopfuse.detector.signature import ToolCall
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import canonical_json
@@ -37,9 +38,9 @@ _FACTS_AT: Final = 2 * _HEX + _ANSWERS_HEX + 3
 _DIGEST: Final = re.compile(r"[0-9a-f]{32}/[0-9a-f]{32}/[0-9a-f]{16}/(?:-|e|z|ez)")
 
 
-def normal_text(text: str) -> bytes:
+def normal_text(text: str, frameworks: bool = True) -> bytes:
     """What a text answer's normalised form is hashed as (a JSON answer is tagged ``j``)."""
-    return b"t" + normalize_answer(text).encode("utf-8", "surrogatepass")
+    return b"t" + normalize_answer(text, frameworks=frameworks).encode("utf-8", "surrogatepass")
 
 
 def answers_name(normal_hashes: list[bytes]) -> str:
@@ -47,18 +48,20 @@ def answers_name(normal_hashes: list[bytes]) -> str:
     return blake3(b"".join(sorted(normal_hashes))).hexdigest(length=8)
 
 
-def _answer_forms(answer: object) -> tuple[bytes, bytes, str | None]:
+def _answer_forms(answer: object, frameworks: bool) -> tuple[bytes, bytes, str | None]:
     """Raw and normalised bytes of one answer (text and JSON never collide), and its text."""
     if isinstance(answer, bytes | bytearray):
         answer = bytes(answer).decode("utf-8", "replace")
     if isinstance(answer, str):
-        return b"t" + answer.encode("utf-8", "surrogatepass"), normal_text(answer), answer
+        raw = b"t" + answer.encode("utf-8", "surrogatepass")
+        return raw, normal_text(answer, frameworks), answer
     try:
         canon = canonical_json(answer)
     except (InvalidInputError, RecursionError) as exc:
         raise InvalidInputError(f"an answer is neither text nor a JSON value: {exc}") from None
     text = canon.decode("utf-8", "surrogatepass")
-    return b"j" + canon, b"j" + normalize_answer(text).encode("utf-8", "surrogatepass"), text
+    normal = normalize_answer(text, frameworks=frameworks).encode("utf-8", "surrogatepass")
+    return b"j" + canon, b"j" + normal, text
 
 
 def results_digest(
@@ -66,6 +69,7 @@ def results_digest(
     answers: Sequence[object] | Mapping[str, object],
     *,
     error: bool | None = None,
+    reading: ErrorReading = READ_EVERY_ERROR,
 ) -> str | None:
     """A digest of the answers a batch got, for :meth:`LoopDetector.record_results`.
 
@@ -74,8 +78,11 @@ def results_digest(
     or any JSON value; a JSON value that is a string *is* text, while ``None`` (``null``)
     differs from the text ``"null"``. Returns ``None`` — "unknown", which never counts
     as progress — when an answer is missing or the counts differ. ``error`` says whether
-    the batch failed when the caller knows (a tool that raised); by default an answer
-    that :func:`~loopfuse.detector.answers.looks_like_error` marks the batch as failed.
+    the batch failed when the caller knows (a tool that raised); by default an MCP result
+    flagged ``isError`` or an answer that
+    :func:`~loopfuse.detector.answers.looks_like_error` (framework answers included)
+    marks the batch as failed. ``reading`` turns either off (a detector passes its
+    ``error_flags`` and ``framework_errors`` settings).
 
     >>> ls = ToolCall("ls", {"path": "."}, id="a")
     >>> cat = ToolCall("cat", {"path": "x"}, id="b")
@@ -119,8 +126,12 @@ def results_digest(
     for call, answer in zip(call_list, resolved, strict=True):
         if not isinstance(call, ToolCall):
             raise InvalidInputError(f"expected ToolCall, got {type(call).__name__}")
-        raw, norm, text = _answer_forms(answer)
-        failed = failed or (text is not None and looks_like_error(text))
+        raw, norm, text = _answer_forms(answer, reading.frameworks)
+        failed = (
+            failed
+            or (reading.flags and flagged_error(answer if type(answer) is dict else text))
+            or (text is not None and looks_like_error(text, frameworks=reading.frameworks))
+        )
         empty = empty and text is not None and is_contentless(text)
         key = call.signature.encode("utf-8", "surrogatepass") + b"\x00"
         norm_hash = blake3(norm).digest(16)

@@ -167,9 +167,10 @@ class Replay:
             return
         self._open = None
         results = state.results
-        answers = answers_of(state.full, results, 0, len(results))
+        answers = answers_of(state.full, results, 0, len(results), self.settings.error_reading)
         if answers is not None and state.keep is not None:
-            answers = BatchAnswers(state.batch, [answers.items[k] for k in state.keep])
+            kept = [answers.items[k] for k in state.keep]
+            answers = BatchAnswers(state.batch, kept, answers.reading)
         core = self.core
         judged = state.index >= self.judge_from
         outcome, tripped = core.record(state.record, answers, signals=judged)

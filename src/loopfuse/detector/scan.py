@@ -196,7 +196,8 @@ def _answers_can_trip(
     something and either look like an error or repeat the batch before, a near variant."""
     if settings.ignore_tools:
         return True  # ignored calls reshape batches: do not guess, replay the window
-    answers = answers_of(final, messages, last + 1, tool_run_end(messages, last + 1))
+    reading = settings.error_reading
+    answers = answers_of(final, messages, last + 1, tool_run_end(messages, last + 1), reading)
     if answers is None:
         return False
     error, empty = answers.facts
@@ -222,7 +223,8 @@ def _answers_can_trip(
                 before = Batch(calls)
                 if before.names != final.names:
                     return False
-                earlier = answers_of(before, messages, k + 1, tool_run_end(messages, k + 1))
+                end = tool_run_end(messages, k + 1)
+                earlier = answers_of(before, messages, k + 1, end, reading)
                 # The answers first: they differ far more often than arguments are near.
                 return same_answers_across(earlier, answers) is True and is_near(
                     HistoryEntry(before, before.names, False, tuple(before.args)),

@@ -14,6 +14,7 @@ from functools import cache
 from typing import Final
 
 from loopfuse.detector.editors import EDIT, READ, editor_call
+from loopfuse.detector.errors import ErrorReading
 from loopfuse.detector.shell import (
     DEFAULT_READ_ONLY_COMMANDS,
     DEFAULT_SHELL_TOOLS,
@@ -91,6 +92,8 @@ class DetectorSettings:
     error_aware: bool = True
     editor_aware: bool = True
     max_unread_edit_checks: int | None = DEFAULT_MAX_UNREAD_EDIT_CHECKS
+    error_flags: bool = True
+    framework_errors: bool = True
     max_error_streak: int | None = DEFAULT_MAX_ERROR_STREAK
     max_near_repeats: int | None = DEFAULT_MAX_NEAR_REPEATS
     max_unchanged_checks: int | None = DEFAULT_MAX_UNCHANGED_CHECKS
@@ -119,6 +122,8 @@ class DetectorSettings:
             "normalize_answers",
             "error_aware",
             "editor_aware",
+            "error_flags",
+            "framework_errors",
             "enabled",
         ):
             if not isinstance(getattr(self, flag), bool):
@@ -192,6 +197,12 @@ class DetectorSettings:
             ignore_tools=frozenset(_names("ignore_tools", ignore_tools)),
             **values,  # type: ignore[arg-type]
         )
+
+    @property
+    def error_reading(self) -> ErrorReading:
+        """Which evidence of an error beyond the text heuristics is read: the flags results
+        carry (``error_flags``), the frameworks' answers (``framework_errors``)."""
+        return ErrorReading(self.error_flags, self.framework_errors)
 
     @property
     def allowance(self) -> int | None:

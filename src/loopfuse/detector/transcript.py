@@ -10,6 +10,7 @@ joined to their calls by the intent's ``"call"`` index (:func:`answers_of`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Final
 
 from blake3 import blake3
@@ -22,6 +23,7 @@ from loopfuse.detector.answers import (
     normalize_answer,
 )
 from loopfuse.detector.digests import answers_name, normal_text
+from loopfuse.detector.errors import READ_EVERY_ERROR, ErrorReading, flagged_error
 from loopfuse.detector.signature import call_signature
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import canonical_json
@@ -121,23 +123,42 @@ def _plain_part(part: object) -> object:
         return ("repr", repr(part))
 
 
-def _normal_part(part: object) -> object:
+def _normal_part(part: object, frameworks: bool = True) -> object:
     plain = _plain_part(part)
     if type(plain) is str:
-        return normalize_answer(plain)
+        return normalize_answer(plain, frameworks=frameworks)
     if type(plain) is tuple and plain[0] == "json":
-        return ("json", normalize_answer(plain[1].decode("utf-8", "surrogatepass")))
+        text = plain[1].decode("utf-8", "surrogatepass")
+        return ("json", normalize_answer(text, frameworks=frameworks))
     return plain
 
 
+def _flagged(content: list[Any]) -> bool:
+    """Whether a result's content is an MCP result flagged ``isError`` (as text or JSON)."""
+    for part in content:
+        if type(part) is dict and part.get("type") == "json":
+            part = part.get("value")
+        if flagged_error(part):
+            return True
+    return False
+
+
 class BatchAnswers:
-    """The tool results of one batch, each the canonical content of its tool message."""
+    """The tool results of one batch, each the canonical content of its tool message and
+    its ``is_error`` flag; ``reading`` says which evidence of an error beyond the text
+    heuristics counts (:class:`~loopfuse.detector.errors.ErrorReading`)."""
 
-    __slots__ = ("_facts", "_key", "_normal", "_plain", "batch", "items")
+    __slots__ = ("_facts", "_key", "_normal", "_plain", "batch", "items", "reading")
 
-    def __init__(self, batch: Batch, items: list[tuple[list[Any], bool]]) -> None:
+    def __init__(
+        self,
+        batch: Batch,
+        items: list[tuple[list[Any], bool]],
+        reading: ErrorReading = READ_EVERY_ERROR,
+    ) -> None:
         self.batch = batch
         self.items = items
+        self.reading = reading
         self._plain: tuple[object, ...] | None = None
         self._normal: tuple[object, ...] | None = None
         self._facts: tuple[bool, bool] | None = None
@@ -149,10 +170,13 @@ class BatchAnswers:
         if self._facts is None:
             error = False
             empty = True
+            flags, frameworks = self.reading
             for content, is_error in self.items:
+                # The flags a result carries first; then what its text says.
+                flagged = flags and (is_error or _flagged(content))
                 text = _text_of(content)
-                error = error or is_error or looks_like_error(text)
-                empty = empty and not is_error and is_contentless(text)
+                error = error or flagged or looks_like_error(text, frameworks=frameworks)
+                empty = empty and not flagged and is_contentless(text)
             self._facts = (error, empty)
         return self._facts
 
@@ -174,9 +198,10 @@ class BatchAnswers:
         hashes = []
         for content, _ in self.items:
             if len(content) == 1 and type(content[0]) is str:
-                material = normal_text(content[0])
+                material = normal_text(content[0], self.reading.frameworks)
             else:
-                forms = repr(tuple(_normal_part(part) for part in content))
+                frameworks = self.reading.frameworks
+                forms = repr(tuple(_normal_part(part, frameworks) for part in content))
                 material = b"p" + forms.encode("utf-8", "surrogatepass")
             hashes.append(blake3(material).digest(16))
         self._key = answers_name(hashes)
@@ -204,7 +229,7 @@ class BatchAnswers:
     def normal(self) -> tuple[object, ...]:
         """:meth:`plain` with incidental noise normalised away."""
         if self._normal is None:
-            self._normal = self._forms(_normal_part)
+            self._normal = self._forms(partial(_normal_part, frameworks=self.reading.frameworks))
         return self._normal
 
     def same_as(self, other: object, normalize: bool) -> bool | None:
@@ -245,8 +270,15 @@ def _all_text(content: list[Any]) -> bool:
     return all(type(part) is str for part in content)
 
 
-def answers_of(batch: Batch, messages: list[Any], start: int, stop: int) -> BatchAnswers | None:
-    """The results of ``batch`` in ``messages[start:stop]``, or ``None`` if not all linked."""
+def answers_of(
+    batch: Batch,
+    messages: list[Any],
+    start: int,
+    stop: int,
+    reading: ErrorReading = READ_EVERY_ERROR,
+) -> BatchAnswers | None:
+    """The results of ``batch`` in ``messages[start:stop]``, or ``None`` if not all linked;
+    ``reading`` as in :class:`BatchAnswers`."""
     n = len(batch.names)
     if n == 1 and stop - start == 1:  # the common case: one call, one result
         message = messages[start]
@@ -254,7 +286,7 @@ def answers_of(batch: Batch, messages: list[Any], start: int, stop: int) -> Batc
             return None
         content = message.get("content")
         parts = content if type(content) is list else [content]
-        return BatchAnswers(batch, [(parts, bool(message.get("is_error")))])
+        return BatchAnswers(batch, [(parts, bool(message.get("is_error")))], reading)
     slots: list[tuple[list[Any], bool] | None] = [None] * n
     for k in range(start, stop):
         message = messages[k]
@@ -268,7 +300,7 @@ def answers_of(batch: Batch, messages: list[Any], start: int, stop: int) -> Batc
         )
     if any(slot is None for slot in slots):
         return None
-    return BatchAnswers(batch, slots)  # type: ignore[arg-type]
+    return BatchAnswers(batch, slots, reading)  # type: ignore[arg-type]
 
 
 def prose_text(content: object) -> str:

@@ -127,7 +127,10 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
         from langchain_core.messages import convert_to_openai_messages
 
         try:
-            body = {"messages": convert_to_openai_messages(list(messages))}
+            listed = list(messages)
+            converted = convert_to_openai_messages(listed)
+            _carry_error_status(listed, converted)
+            body = {"messages": converted}
         except Exception as exc:  # a message LangChain cannot convert: fail open (or closed)
             return self.guard.failure(exc, integration="langchain")
         return body, _thread_id() if session_id is None else session_id
@@ -191,6 +194,38 @@ def _noted(request: ModelRequest[Any], decision: GuardDecision) -> ModelRequest[
     else:
         messages.append(HumanMessage(content=note))
     return request.override(messages=messages)
+
+
+def _carry_error_status(messages: list[Any], converted: list[Any]) -> None:
+    """Mark the converted tool messages whose ``ToolMessage`` has ``status="error"`` with
+    ``is_error: true``, which the detector reads as a failed call whatever the text says.
+
+    ``convert_to_openai_messages`` drops the status. LangGraph's ``ToolNode`` sets it on
+    the answer to a tool that does not exist, invalid arguments and a tool that raised
+    (``handle_tool_errors``); a tool raising ``ToolException`` with ``handle_tool_error``
+    sets it too. The converted tool messages are matched to the originals by
+    ``tool_call_id``, in order (a conversion may add or merge other messages).
+    """
+    failed: dict[str, list[bool]] = {}
+    for message in messages:
+        if getattr(message, "type", None) == "tool":
+            call_id = getattr(message, "tool_call_id", None)
+            if isinstance(call_id, str):
+                failed.setdefault(call_id, []).append(getattr(message, "status", None) == "error")
+    if not any(any(flags) for flags in failed.values()):
+        return  # the common case: nothing failed, nothing to mark
+    taken: dict[str, int] = {}
+    for message in converted:
+        if not isinstance(message, dict) or message.get("role") != "tool":
+            continue
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or call_id not in failed:
+            continue
+        flags = failed[call_id]
+        k = taken.get(call_id, 0)
+        taken[call_id] = k + 1
+        if k < len(flags) and flags[k]:
+            message["is_error"] = True
 
 
 def _thread_id() -> str | None:

@@ -37,7 +37,7 @@ The canonical intent is a plain dict::
             | {"role": "assistant", "content": [part, ...],
                "tool_calls": [{"name": ..., "arguments": <parsed JSON>}, ...]}  # if any
             | {"role": "tool", "call": <index of the call answered> | None,
-               "content": [part, ...], "name": ...?, "is_error": True?}
+               "content": [part, ...], "name": ...?, "is_error": True?}  # flagged failed
             | {"role": "unknown", "value": <junk where a message should be>}
     tool    = {"name": ..., "description": ...?, "parameters": ...?, "strict": ...?}
             | {built-in tool}

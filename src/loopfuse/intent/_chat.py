@@ -203,6 +203,8 @@ def _tool_result(message: dict[str, Any], linker: CallLinker) -> dict[str, Any]:
     }
     if isinstance(name, str):
         result["name"] = name
+    if message.get("is_error") is True:  # the framework's own flag (LangChain's status)
+        result["is_error"] = True
     return result
 
 

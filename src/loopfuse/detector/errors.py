@@ -1,0 +1,231 @@
+"""Errors that do not say "error": the flags results carry, and the answers agent
+frameworks write for a call they could not run.
+
+A tool result may say it failed without any of the words :func:`~loopfuse.detector.
+answers.looks_like_error` looks for. Two kinds of evidence are read here, before any
+text heuristic:
+
+- **flags** (:func:`flagged_error`): an MCP ``CallToolResult`` whose JSON carries
+  ``"isError": true``, in whatever dialect it travels (the Anthropic ``is_error`` and
+  LangChain ``status="error"`` flags reach the detector as the canonical tool message's
+  ``is_error``, see :mod:`loopfuse.intent`);
+- **framework answers** (:func:`framework_error`): the text an agent framework puts in
+  place of a tool's answer when the model called a tool that does not exist or passed
+  arguments the tool does not take — LangChain / LangGraph ``ToolNode``, the OpenAI
+  Agents SDK, Pydantic AI, smolagents, CrewAI, OpenHands, an MCP server, and the plain
+  ``Tool 'x' not found``.
+
+An answer to a call of a tool that does not exist names the invented tool, and some
+frameworks echo the arguments back: :func:`normalize_framework_error` puts placeholders
+in their place (``<tool>``, ``<args>``, ``<id>``), so that a model inventing a new name
+or new arguments every lap gets *the same error* every lap, which is what
+``error_streak`` and the error-aware repeat count.
+
+A framework's answer is the whole answer (the framework wrote it instead of running
+anything), so it is only looked for at its start — after a smolagents ``Call id:`` line
+and an ``Error:`` label — and, for Pydantic AI and OpenHands, at its very end. That
+keeps a ``grep`` hit or a log line quoting such a sentence from counting, and keeps the
+cost a few prefix tests for most answers. Everything here reads attacker-controlled
+text: it never raises, its regular expressions have no nested repetition and look at
+:data:`FRAMEWORK_HEAD` characters at most, and :func:`flagged_error` parses JSON only
+when a bounded text starts with ``{`` and holds ``isError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final, NamedTuple
+
+__all__ = [
+    "FRAMEWORK_HEAD",
+    "READ_EVERY_ERROR",
+    "ErrorReading",
+    "flagged_error",
+    "framework_error",
+    "normalize_framework_error",
+]
+
+
+class ErrorReading(NamedTuple):
+    """Which evidence of a failure beyond the text heuristics a detector reads (its
+    ``error_flags`` and ``framework_errors`` settings)."""
+
+    flags: bool = True
+    """The flags results carry: ``is_error`` (Anthropic, LangChain), MCP ``isError``."""
+    frameworks: bool = True
+    """The frameworks' answers to calls they could not run (:func:`framework_error`)."""
+
+
+READ_EVERY_ERROR: Final = ErrorReading()
+"""The default: every flag and every framework answer is read."""
+
+FRAMEWORK_HEAD: Final = 4096
+"""Characters of an answer's start read for a framework's answer."""
+_FLAG_TEXT: Final = 65_536  # a longer text is not parsed for an MCP flag
+_ERROR_OBJECT: Final = ('{"error"', '{ "error"')
+_TAIL: Final = 256  # characters of an answer's end read for a framework's closing line
+
+# How each framework's answers begin (a cheap filter before the patterns below).
+_STARTS: Final = (
+    "Error", "Tool ", "Unknown tool", "You tried to use the tool", "Action '",
+    "An error occurred while running the tool", "Invalid JSON input for tool",
+    "Missing required argument", "Failed to parse tool call arguments", "Argument ",
+    "Parameter '", "I encountered an error", "I tried reusing the same input",
+)  # fmt: skip
+# How some end: Pydantic AI's retry prompt, OpenHands' note on a refused action.
+_ENDS: Final = ("Fix the errors and try again.", "[Error occurred in processing last action]")
+
+_NAME: Final = r"[^\s'\"`,]{1,128}"  # a tool name: one word
+_QUOTED: Final = rf"'{_NAME}'|\"{_NAME}\"|`{_NAME}`"
+# Each alternative starts with its own literal, so a failed match costs a few characters.
+# Groups: ``u`` the name of a tool that does not exist, ``a`` arguments echoed back,
+# ``i`` a call id; each becomes a placeholder in the normal form.
+_ANSWER: Final = re.compile(
+    # LangChain / LangGraph ToolNode
+    r"Error: (?P<u1>[^\n]{1,128}?) is not a valid tool, try one of \["
+    r"|Error (?:invoking|executing) tool '[^'\n]{1,128}' with kwargs (?P<a1>[^\n]{0,2048}) "
+    r"with error:$"
+    rf"|Tool call {_NAME} with id (?P<i1>[^\s]{{1,256}}) could not be executed - arguments were"
+    r" malformed or truncated\."
+    # the OpenAI Agents SDK; MCP servers (FastMCP); the plain form
+    rf"|Tool (?P<u2>{_QUOTED}|{_NAME}) (?:was )?not found\b"
+    rf"|Unknown tool: (?P<u3>{_QUOTED}|{_NAME})$"
+    r"|An error occurred while running the tool\."
+    r"|Invalid JSON input for tool "
+    # Pydantic AI
+    rf"|Unknown tool name: (?P<u4>{_QUOTED})\. (?:Available tools|No tools)"
+    # smolagents
+    rf"|Unknown tool (?P<u5>{_NAME}), should be one of: "
+    r"|Error executing tool '[^'\n]{1,128}' with arguments (?P<a2>[^\n]{0,2048}?): \w+: "
+    r"|Argument \S{1,128} (?:is not in the tool's input schema|is required$|has type '[^'\n]*' "
+    r"but should be ')"
+    # CrewAI
+    rf"|You tried to use the tool (?P<u6>[^\n]{{1,128}}?), but it doesn't exist\."
+    rf"|Action (?P<u7>'[^'\n]{{1,128}}') don't exist, these are the only available Actions"
+    r"|Error executing tool\. coworker mentioned not found"
+    r"|Error: the Action Input is not a valid key, value dictionary\."
+    r"|I encountered an error while trying to use the tool\."
+    r"|I tried reusing the same input, I must stop using this action input\."
+    # OpenHands
+    rf"|Tool (?P<u8>{_NAME}) is not registered\. \(arguments: (?P<a3>[^\n]{{0,2048}})\)\."
+    r" Please check the tool name"
+    rf"|Missing required argument \"[^\"\n]{{1,128}}\" in tool call {_NAME}$"
+    r"|Failed to parse tool call arguments: (?P<a4>[^\n]{0,2048})$"
+    r"|Parameter '[^'\n]{1,128}' is not allowed for function '",
+    re.MULTILINE,
+)
+_PLACEHOLDERS: Final = {"u": "<tool>", "a": "<args>", "i": "<id>"}
+_LABEL: Final = re.compile(  # the JSON wrapper first: the other alternative matches ""
+    r"\{\s*\"error\"\s*:\s*\""
+    r"|[ \t\r\n]*(?:Call id: [^\n]{0,256}\n[ \t\r\n]*)?(?:Error:\s*\n)?"
+)
+
+
+def _start(text: str) -> int:
+    """Where a framework's answer would begin: past blanks, a smolagents ``Call id:``
+    line and an ``Error:`` label alone on its line, or inside Pydantic AI's
+    ``{"error": "..."}`` wrapper."""
+    found = _LABEL.match(text, 0, 512)
+    return found.end() if found is not None else 0
+
+
+def _match(text: str) -> re.Match[str] | None:
+    at = _start(text)
+    if not text.startswith(_STARTS, at):
+        return None
+    return _ANSWER.match(text, at, at + FRAMEWORK_HEAD)
+
+
+def framework_error(text: str) -> bool:
+    """Whether ``text`` is an agent framework's answer to a call it could not run: a
+    tool that does not exist, arguments the tool does not take, a tool that raised.
+
+    >>> framework_error("Tool 'hex' not found.")  # the OpenAI Agents SDK
+    True
+    >>> framework_error("Unknown tool name: 'hex'. Available tools: 'bash'\\n\\n"
+    ...                 "Fix the errors and try again.")  # Pydantic AI
+    True
+    >>> framework_error('{"error": "the quota is spent"}')  # Pydantic AI, over OpenAI
+    True
+    >>> framework_error("Tool not found in the index, try another query")
+    False
+    """
+    if type(text) is not str or not text:
+        return False
+    if _match(text) is not None:
+        return True
+    return text[-_TAIL:].rstrip().endswith(_ENDS) or _error_object(text)
+
+
+def _error_object(text: str) -> bool:
+    """Whether ``text`` is a JSON object holding only a non-empty ``"error"``: how Pydantic
+    AI sends a failed or retried tool call where the provider has no error flag."""
+    if len(text) > _FLAG_TEXT or not text.startswith(_ERROR_OBJECT, _start_of(text)):
+        return False
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return type(value) is dict and len(value) == 1 and bool(value.get("error"))
+
+
+def _start_of(text: str) -> int:
+    """Where ``text`` starts past leading blanks (a bounded look)."""
+    head = text[:64]
+    return len(head) - len(head.lstrip())
+
+
+def normalize_framework_error(text: str) -> str:
+    """``text`` with the invented tool name, the echoed arguments and the call id of a
+    framework's answer replaced by ``<tool>``, ``<args>`` and ``<id>``; any other text
+    as it is.
+
+    >>> normalize_framework_error("Error: hex_2 is not a valid tool, try one of [bash].")
+    'Error: <tool> is not a valid tool, try one of [bash].'
+    >>> normalize_framework_error("Tool 'a.b' not found.")
+    'Tool <tool> not found.'
+    >>> normalize_framework_error("3 passed")
+    '3 passed'
+    """
+    if type(text) is not str:
+        return text
+    found = _match(text)
+    if found is None or found.lastindex is None:
+        return text
+    spans = []
+    for name, value in found.groupdict().items():
+        if value is not None:
+            spans.append((found.start(name), found.end(name), _PLACEHOLDERS[name[0]]))
+    if not spans:
+        return text
+    out = []
+    at = 0
+    for start, end, placeholder in sorted(spans):
+        out.append(text[at:start])
+        out.append(placeholder)
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def flagged_error(answer: object) -> bool:
+    """Whether ``answer`` — text, or a JSON value — is an MCP tool result that says it
+    failed: an object whose ``isError`` is ``true``.
+
+    >>> flagged_error('{"content": [{"type": "text", "text": "no"}], "isError": true}')
+    True
+    >>> flagged_error({"content": [], "isError": False}), flagged_error("isError: true")
+    (False, False)
+    """
+    if type(answer) is dict:
+        return answer.get("isError") is True
+    if type(answer) is not str or len(answer) > _FLAG_TEXT:
+        return False
+    if not answer.startswith("{", _start_of(answer)) or "isError" not in answer:
+        return False  # the first test settles nearly every answer: it is not JSON
+    try:
+        value = json.loads(answer)
+    except (ValueError, RecursionError):
+        return False
+    return type(value) is dict and value.get("isError") is True

@@ -718,8 +718,9 @@ def _concurrently(root: Path, payloads: list[dict[str, Any]]) -> list[dict[str, 
             process.stdin.close()
         answers = []
         for process in processes:
-            out, err = process.communicate(timeout=60)
-            assert (process.returncode, err) == (0, b"")
+            assert process.stdout is not None and process.stderr is not None
+            out, err = process.stdout.read(), process.stderr.read()
+            assert (process.wait(timeout=60), err) == (0, b"")
             answers.append(json.loads(out) if out else {})
         return answers
     finally:

@@ -695,7 +695,8 @@ def test_a_refused_batch_is_refused_again_then_ended_as_one(hook: Hook) -> None:
                 hook.answer(failure, "--end-session", started=started)
         ends.append(got)
     assert ends[:2] == [[False, False]] * 2
-    assert ends[3] == [True, True] and ends[4] == ["ended", "ended"], ends
+    assert ends[3] == [True, True], ends
+    assert ends[4] == ["ended", "ended"], ends
 
 
 def _concurrently(root: Path, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -718,7 +719,8 @@ def _concurrently(root: Path, payloads: list[dict[str, Any]]) -> list[dict[str, 
             process.stdin.close()
         answers = []
         for process in processes:
-            assert process.stdout is not None and process.stderr is not None
+            assert process.stdout is not None
+            assert process.stderr is not None
             out, err = process.stdout.read(), process.stderr.read()
             assert (process.wait(timeout=60), err) == (0, b"")
             answers.append(json.loads(out) if out else {})
@@ -763,6 +765,19 @@ def test_a_refusal_counts_the_calls_that_ran(hook: Hook) -> None:
             continue
         hook.answer(claude_failure(command, f"t{i}", "cat: missing.txt: No such file", 1))
     assert len(reasons) == 3
+    assert "with the same arguments 2 times in a row and got the same result" in reasons[0]
     for reason in reasons:  # two ran (the same error), then each call was refused
-        assert "with the same arguments 2 times in a row and got the same result" in reason
+        assert "with the same arguments 2 times in a row" in reason
         assert "This call was refused: it did not run." in reason
+
+
+def test_a_hook_whose_clock_read_before_the_note_does_not_forget_it(hook: Hook) -> None:
+    """A parallel call's hook reads the clock, then waits for the lock while its sibling
+    notes the loop: its earlier time must not make the note look expired, or the loop is
+    noted again instead of refused."""
+    assert _run(hook, "claude-code", 4) == ["ran"] * 4
+    assert hook.answer(claude_pre("cat missing.txt", "t4")) == {}  # the loop is noted
+    hook.now -= 0.5  # the after-hook read its clock before that
+    assert _note(hook.answer(claude_failure("cat missing.txt", "t4", "No such file")))
+    hook.now += 1.0
+    assert _deny_reason(hook.answer(claude_pre("cat missing.txt", "t5")))

@@ -18,6 +18,7 @@ from hook_payloads import (
     CLAUDE_COMMON,
     CODEX_COMMON,
     GEMINI_COMMON,
+    claude_batch,
     claude_failure,
     claude_post,
     claude_pre,
@@ -781,3 +782,42 @@ def test_a_hook_whose_clock_read_before_the_note_does_not_forget_it(hook: Hook) 
     assert _note(hook.answer(claude_failure("cat missing.txt", "t4", "No such file")))
     hook.now += 1.0
     assert _deny_reason(hook.answer(claude_pre("cat missing.txt", "t5")))
+
+
+def test_claude_code_serial_calls_of_a_turn_are_one_batch_by_its_end_of_batch(
+    hook: Hook,
+) -> None:
+    """Claude Code runs a turn's state-changing shell calls one after the other, each
+    hook started after the one before answered, as separate turns would be; its
+    PostToolBatch says which calls were one batch: the first turn's are merged, and
+    later turns stay open until it comes. So the pair loop is told and refused as one
+    batch, at the turns one failing call would be."""
+    seen = []
+    for turn in range(6):
+        got = []
+        ids = [f"toolu_{turn}_{i}" for i in range(2)]
+        for i in (turn % 2, 1 - turn % 2):
+            before = hook.answer(claude_pre(PAIR[i], ids[i]))
+            if _deny_reason(before):
+                got.append("refused")
+                continue
+            after = hook.answer(claude_failure(PAIR[i], ids[i], "No such file", 1))
+            got.append("noted" if _note(after) else "ran")
+        assert hook.answer(claude_batch([(PAIR[i], ids[i], "Exit code 1") for i in range(2)])) == {}
+        seen.append(got)
+    assert seen == [["ran"] * 2] * 2 + [["noted"] * 2] + [["refused"] * 2] * 3, seen
+    calls = [e for e in hook_state.load(_only_session(hook.root)).events if e[0] == "call"]
+    assert calls[0][6] == calls[1][6] != calls[2][6] == calls[3][6]
+
+
+def test_a_missing_end_of_batch_does_not_hold_the_next_turn_in_the_batch(hook: Hook) -> None:
+    """Once the session has said where its batches end, a batch stays open for the next
+    call; but the same call again is the next turn (its end of batch went missing)."""
+    hook.answer(claude_pre("ls", "t0"))
+    hook.answer(claude_post("ls", "t0", "a.py"))
+    hook.answer(claude_batch([("ls", "t0", "a.py")]))
+    for i in (1, 2):
+        hook.answer(claude_pre("ls", f"t{i}"))
+        hook.answer(claude_post("ls", f"t{i}", "a.py"))
+    calls = [e for e in hook_state.load(_only_session(hook.root)).events if e[0] == "call"]
+    assert len({call[6] for call in calls}) == 3

@@ -339,7 +339,11 @@ def _decide(
         state.events.clear()
         state.noted.clear()
         state.refused.clear()
-        state.batch = None
+        if state.batch is not None:
+            state.batch["closed"] = True  # kept for whether the CLI marks its batches
+        return "allow", "", "", False
+    if event.phase == "batch":
+        _close_batch(state, event)
         return "allow", "", "", False
     if event.phase == "after":
         return _after(event, state, settings)
@@ -377,18 +381,52 @@ JOIN_SPAN: Final = 60.0
 this, a clock that went back does not join a new call to an old batch."""
 
 
-def _joins(batch: Mapping[str, object], started: float) -> bool:
-    """Whether a before-hook ``started`` then is a call of the open ``batch``.
+def _joins(state: SessionState, started: float, name: str, arguments: object) -> bool:
+    """Whether a before-hook ``started`` then, for the call ``name(arguments)``, is a
+    call of the open batch.
 
     The CLIs start the hooks of a turn's parallel calls together, and the next turn's
     only once the model has read every answer, that is after every hook of this turn
     has answered. So a hook that started before the batch's latest hook was done
     (``done``, read when it had decided) was started without waiting for it: it is one
     of the batch's calls, whichever order the hooks get the lock in. A hook started
-    after it could be the model's answer to it: a new batch."""
+    after it could be the model's answer to it: a new batch.
+
+    Claude Code runs a turn's state-changing shell calls one after the other, but says
+    when the batch is over (PostToolBatch): in a session that said so before, a batch
+    stays open until it does, unless the call is one the batch has already (a model
+    does not ask for the same call twice in one turn: that is the next turn, whose end
+    of batch went missing)."""
+    batch = state.batch
+    if batch is None or batch.get("closed") is True:
+        return False
     done = batch["done"]
     assert isinstance(done, int | float)
-    return started < done and done - started < JOIN_SPAN
+    if started < done and done - started < JOIN_SPAN:
+        return True
+    if batch.get("marked") is not True:
+        return False
+    return not any(
+        e[0] == "call"
+        and len(e) == 7
+        and e[6] == batch["id"]
+        and e[2] == name
+        and e[3] == arguments
+        for e in state.events
+    )
+
+
+def _close_batch(state: SessionState, event: HookEvent) -> None:
+    """The CLI says the open batch is over, and which calls it had: those are one batch
+    (calls its hooks showed apart are merged into the batch of the first), and the
+    session's batches are closed by the CLI from now on (see :func:`_joins`)."""
+    ids = event.tool_input if isinstance(event.tool_input, list) else []
+    calls = [e for e in state.events if e[0] == "call" and len(e) == 7 and e[5] in ids]
+    for call in calls[1:]:
+        call[6] = calls[0][6]
+    if state.batch is not None:
+        state.batch["closed"] = True
+        state.batch["marked"] = True
 
 
 def _before(
@@ -397,14 +435,13 @@ def _before(
     """Decide on the call about to run: as its batch was decided when it is a parallel
     call of the open batch; else it opens a batch, decided with the session's detector."""
     arguments = _bounded(event.tool_input)
-    if state.batch is not None and _joins(state.batch, started):
+    if state.batch is not None and _joins(state, started, event.tool_name, arguments):
         joined, said, _ = _member(event, state, settings, arguments, state.batch)
         return joined, said, "", True  # logged once, for the batch
     from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
     detector = LoopDetector(**detector_arguments(settings.detector))  # type: ignore[arg-type]
-    _digest_answers(state)
-    batches = _replay(detector, state)
+    batches = _replay(detector, state, _digest_answers(state))
     predicted = _predicted(batches, event.tool_name, arguments)
     action: Action = "allow"
     message = logged = ""
@@ -412,8 +449,10 @@ def _before(
         detector.check([ToolCall(name, args) for name, args in predicted])
     except LoopDetected as found:
         action, message, logged = _on_loop(found, event, state, settings, now, batches)
+    marked = state.batch is not None and state.batch.get("marked") is True
     state.batch = {
         "id": state.next_id,
+        "marked": marked,
         "done": now,
         "action": action,
         "message": message,
@@ -527,14 +566,23 @@ def _batches(state: SessionState) -> list[list[list[object]]]:
     return list(batches.values())
 
 
-def _digest_answers(state: SessionState) -> None:
+KEEP_RAW_TEXT: Final = 4096
+"""The newest finished batch keeps answers up to this long as they came, for one more
+batch: Claude Code's end of batch may yet merge it with the next (see
+:func:`_close_batch`), whose digest must then cover both."""
+
+
+def _digest_answers(state: SessionState) -> dict[str, str]:
     """Replace the answers an after-hook kept by their batch's results digest (the
     calls' tools and arguments are part of it), each answer event of the batch getting
     it; an answer whose call is gone is dropped. Run when a batch is opened: every
-    batch before it is over."""
+    batch before it is over. The newest of them keeps short answers as they came (see
+    :data:`KEEP_RAW_TEXT`): its digest is returned, by batch, instead of kept."""
     from loopfuse.detector import ToolCall, results_digest
 
     calls = {e[1]: e for e in state.events if e[0] == "call" and len(e) == 7}
+    batches = _batches(state)
+    newest = json.dumps(batches[-1][0][6]) if batches else None
     by_batch: dict[str, list[list[object]]] = {}
     for event in state.events:
         if event[0] != "answer" or len(event) != 3 or not isinstance(event[2], dict):
@@ -544,7 +592,8 @@ def _digest_answers(state: SessionState) -> None:
             event[0] = "damaged"
             continue
         by_batch.setdefault(json.dumps(call[6]), []).append(event)
-    for answers in by_batch.values():
+    computed: dict[str, str] = {}
+    for key, answers in by_batch.items():
         try:
             tools = []
             texts = []
@@ -561,18 +610,26 @@ def _digest_answers(state: SessionState) -> None:
                 errors.add(error)
             failed = True if True in errors else (False if errors == {False} else None)
             digest = results_digest(tools, texts, error=failed)
+            short = all(len(json.dumps(text)) <= KEEP_RAW_TEXT for text in texts)
+            if key == newest and short and digest is not None:
+                computed[key] = digest
+                continue
             for event in answers:
                 event[2] = digest
         except Exception:  # a damaged batch: the replay drops what it cannot read
             for event in answers:
                 event[2] = None
                 event[0] = "damaged"
+    return computed
 
 
-def _replay(detector: object, state: SessionState) -> list[list[list[object]]]:
+def _replay(
+    detector: object, state: SessionState, computed: Mapping[str, str]
+) -> list[list[list[object]]]:
     """Replay the session's batches into ``detector``, each checked as one batch with
-    its answers' digest; the batches replayed. A batch that cannot be replayed is
-    dropped, and so is what is damaged."""
+    its answers' digest (``computed``, by batch, else the one its answers were given;
+    none when they were digested apart). The batches replayed. A batch that cannot be
+    replayed is dropped, and so is what is damaged."""
     from loopfuse.detector import BatchRecord, LoopDetected, LoopDetector, ToolCall
 
     assert isinstance(detector, LoopDetector)
@@ -586,7 +643,10 @@ def _replay(detector: object, state: SessionState) -> list[list[list[object]]]:
                 record: BatchRecord | None = detector.check(calls)
             except LoopDetected as loop:
                 record = loop.record
-            digest = next((digests[c[1]] for c in batch if c[1] in digests), None)
+            given = {digests[c[1]] for c in batch if c[1] in digests}
+            digest = computed.get(json.dumps(batch[0][6]))
+            if digest is None and len(given) == 1:
+                digest = given.pop()
             if isinstance(record, BatchRecord) and digest is not None:
                 detector.record_results(record, digest)
         except Exception:  # a damaged batch: forget it, keep the rest

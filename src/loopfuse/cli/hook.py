@@ -2,9 +2,11 @@
 every tool call (installed by ``loopfuse init``; see docs/agents.md).
 
 Before a call, the session's :class:`~loopfuse.detector.LoopDetector` (rebuilt from the
-session's recent calls and answers, see :mod:`~loopfuse.cli.hook_state`) decides on it;
-after it, the answer is recorded. What a loop gets depends on the mode, as in the
-integrations:
+session's recent batches of calls and their answers, see :mod:`~loopfuse.cli.hook_state`)
+decides on it; after it, the answer is recorded. The parallel calls of one turn are one
+batch, decided once (by whichever of their hooks gets the lock first) and alike for each
+of its calls: see :func:`_joins` for how a hook tells its batch, and docs/agents.md. What
+a loop gets depends on the mode, as in the integrations:
 
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
   note after it; when the same loop goes on, the call is refused with the reason;

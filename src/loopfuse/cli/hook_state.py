@@ -74,7 +74,9 @@ class SessionState:
     answer]`` (the answer as it came, or once its batch is over, the batch's results
     digest), oldest first. ``noted`` and ``refused`` map a loop's key to when it was
     last noted or refused. ``batch`` is the open batch (see :mod:`loopfuse.cli.hook`):
-    ``{"id", "done", "action", "message", "logged"}``, or ``None``.
+    ``{"id", "done", "action", "message", "logged"}`` (its id, when its latest hook was
+    done, and its decision), with ``"closed"`` once the CLI said it is over and
+    ``"marked"`` when the session's CLI says so (Claude Code); or ``None``.
     """
 
     __slots__ = ("batch", "events", "next_id", "noted", "refused")

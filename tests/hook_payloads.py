@@ -118,3 +118,20 @@ def gemini_after(command: str, output: str, code: int, pgid: int) -> dict[str, A
 def prompt(common: dict[str, Any], event: str, text: str = "try again") -> dict[str, Any]:
     """The user's prompt: Claude Code's and Codex's UserPromptSubmit, Gemini's BeforeAgent."""
     return {**common, "hook_event_name": event, "prompt": text}
+
+
+def claude_batch(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """Claude Code's end of a batch: ``(command, call id, response)`` of each call."""
+    return {
+        **CLAUDE_COMMON,
+        "hook_event_name": "PostToolBatch",
+        "tool_calls": [
+            {
+                "tool_name": "Bash",
+                "tool_input": {"command": command, "description": "Run it"},
+                "tool_use_id": call_id,
+                "tool_response": response,
+            }
+            for command, call_id, response in calls
+        ],
+    }

@@ -350,22 +350,20 @@ def alternating(pair: tuple[str, str], turns: int) -> Script:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="the hook checks each call of a turn as its own batch, in the order its "
-    "parallel hooks get the lock: a loop of two calls per turn is told late or never "
-    "(seen in every CLI: told at call 3 to 5 or never, refused at 4 to 6 or never)",
-)
 @pytest.mark.parametrize("agent", each_agent())
 def test_a_loop_of_two_parallel_calls_is_told_then_refused_whatever_order_its_hooks_run_in(
     agent: str, home: Home
 ) -> None:
     """A batch is the set of its calls (docs/detector.md): the same two failing calls
     every turn are the same batch with the same answers, so they are told and refused
-    when one failing call would be, however the CLI orders their hooks."""
+    when one failing call would be, however the CLI orders their hooks; both calls of a
+    turn alike (neither runs once refused)."""
     turns = 8
     done = guarded(agent, home, alternating(PAIR, turns))
     assert (done.first_turn("note"), done.first_turn("refusal")) == (NOTED_AT, NOTED_AT + 1)
+    assert done.attempts() == 2 * NOTED_AT  # both ran until the loop, neither after it
+    for turn in range(NOTED_AT + 1, turns + 1):  # both refused, every turn
+        assert sum(done.refused(t) for t in done.texts(turn)) == 2 * (turn - NOTED_AT)
 
 
 @pytest.mark.slow

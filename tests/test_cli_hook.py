@@ -18,6 +18,7 @@ from hook_payloads import (
     CLAUDE_COMMON,
     CODEX_COMMON,
     GEMINI_COMMON,
+    claude_batch,
     claude_failure,
     claude_post,
     claude_pre,
@@ -41,14 +42,27 @@ class Hook:
         self.flags = ["--state-dir", str(root), *flags]
         self.now = 1_800_000_000.0
 
-    def __call__(self, payload: object, *flags: str) -> tuple[str, int]:
+    def clock(self) -> float:
+        """The wall clock: a millisecond passes at each reading."""
+        self.now += 0.001
+        return self.now
+
+    def __call__(
+        self, payload: object, *flags: str, started: float | None = None
+    ) -> tuple[str, int]:
+        """One hook; ``started``: when its process started (default: now), earlier for a
+        hook the CLI started at the same moment as others (parallel calls)."""
         raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        output, status = handle(raw, [*self.flags, *flags], {}, lambda: self.now)
+        argv = [*self.flags, *flags]
+        if started is None:
+            output, status = handle(raw, argv, {}, self.clock)
+        else:
+            output, status = handle(raw, argv, {}, self.clock, started=started)
         assert output == "" or isinstance(json.loads(output), dict)
         return output, status
 
-    def answer(self, payload: object, *flags: str) -> dict[str, Any]:
-        output, status = self(payload, *flags)
+    def answer(self, payload: object, *flags: str, started: float | None = None) -> dict[str, Any]:
+        output, status = self(payload, *flags, started=started)
         assert status == 0
         return json.loads(output) if output else {}
 
@@ -597,3 +611,213 @@ def test_parallel_hooks_of_one_session_keep_one_consistent_state(
     ids = sorted(str(e[5]) for e in state.events if e[0] == "call")
     assert ids == sorted(f"t{i}" for i in range(8))
     assert not (root / "hook.log").exists()
+
+
+# --- the parallel calls of one turn are one batch -------------------------------------------
+
+# Two failing calls the model asks for together, every turn (state-changing: each leaves a
+# trace), as in the end-to-end test.
+PAIR = ("echo a >> attempts.log; cat missing-a.txt", "echo b >> attempts.log; cat b.txt")
+
+
+def _pair_turn(
+    hook: Hook, turn: int, order: tuple[int, int], interleaved: bool = False
+) -> list[str]:
+    """One turn of the pair, its hooks started at the same moment (as the CLIs run them),
+    taking the lock in ``order``: both before-hooks then both after-hooks, or (with
+    ``interleaved``) each call's after-hook right after its before-hook. What each call
+    of the pair got, in the pair's order: ``ran``, ``noted`` or ``refused``."""
+    ids = [f"toolu_{turn}_{i}" for i in range(2)]
+    started = hook.clock()  # every hook of the turn was started before any decided
+    got = ["", ""]
+    for phase in ("before", "after") if not interleaved else ("both",):
+        for i in order:
+            if phase in ("before", "both"):
+                before = hook.answer(claude_pre(PAIR[i], ids[i]), started=started)
+                if _deny_reason(before):
+                    got[i] = "refused"
+                    continue
+            if phase in ("after", "both") and got[i] != "refused":
+                failure = claude_failure(PAIR[i], ids[i], f"cat: {i}: No such file", 1)
+                after = hook.answer(failure, started=started)
+                got[i] = "noted" if _note(after) else "ran"
+    return got
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["pre-pre-post-post", "pre-post"])
+def test_the_parallel_calls_of_a_turn_are_told_and_refused_together(
+    hook: Hook, interleaved: bool
+) -> None:
+    """A loop of two calls per turn is one batch repeated: noted at the 3rd turn and
+    refused at the 4th, as one failing call is, both calls alike, whichever hook takes
+    the lock first (and whether a call's after-hook comes before its sibling's
+    before-hook)."""
+    seen = [
+        _pair_turn(hook, turn, (0, 1) if turn % 2 else (1, 0), interleaved) for turn in range(6)
+    ]
+    one_failing_call = ["ran", "ran", "noted", "refused", "refused", "refused"]
+    assert [s[0] for s in seen] == [s[1] for s in seen] == one_failing_call, seen
+
+
+def test_a_parallel_turn_is_one_batch_in_the_state(hook: Hook) -> None:
+    _pair_turn(hook, 0, (0, 1))
+    _pair_turn(hook, 1, (1, 0))
+    calls = [e for e in hook_state.load(_only_session(hook.root)).events if e[0] == "call"]
+    batches = [call[6] for call in calls]
+    assert batches[0] == batches[1] != batches[2] == batches[3]
+
+
+def test_sequential_calls_stay_separate_batches(hook: Hook) -> None:
+    """pre(A), post(A), pre(B), post(B), each hook started after the one before it
+    answered: the model asked for B after it read A's answer."""
+    for i, command in enumerate(("ls", "cat notes.txt", "ls", "cat notes.txt")):
+        assert hook.answer(claude_pre(command, f"t{i}")) == {}
+        assert hook.answer(claude_post(command, f"t{i}", f"answer {i}")) == {}
+    calls = [e for e in hook_state.load(_only_session(hook.root)).events if e[0] == "call"]
+    assert len({call[6] for call in calls}) == 4
+
+
+def test_a_refused_batch_is_refused_again_then_ended_as_one(hook: Hook) -> None:
+    """With --end-session, every call of the batch after the refused one ends the
+    session, not only the first whose hook got the lock (and not the second of the
+    refused batch, which the first's refusal must not turn into an end)."""
+    ends = []
+    for turn in range(6):
+        started = hook.clock()
+        got: list[str | bool] = []
+        for i in (turn % 2, 1 - turn % 2):
+            answer = hook.answer(
+                claude_pre(PAIR[i], f"t{turn}{i}"), "--end-session", started=started
+            )
+            got.append("ended" if answer.get("continue") is False else bool(_deny_reason(answer)))
+        for i in range(2):
+            if got[0] is False:
+                failure = claude_failure(PAIR[i], f"t{turn}{i}", "No such file", 1)
+                hook.answer(failure, "--end-session", started=started)
+        ends.append(got)
+    assert ends[:2] == [[False, False]] * 2
+    assert ends[3] == [True, True], ends
+    assert ends[4] == ["ended", "ended"], ends
+
+
+def _concurrently(root: Path, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run one hook process per payload, all started before any reads its input."""
+    processes = [
+        subprocess.Popen(  # a loaded machine must not time the lock out
+            [*_script(), "hook", "--state-dir", str(root), "--lock-timeout", "60"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in payloads
+    ]
+    try:
+        for process, payload in zip(processes, payloads, strict=True):
+            assert process.stdin is not None
+            process.stdin.write(json.dumps(payload).encode())
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.close()
+        answers = []
+        for process in processes:
+            assert process.stdout is not None
+            assert process.stderr is not None
+            out, err = process.stdout.read(), process.stderr.read()
+            assert (process.wait(timeout=60), err) == (0, b"")
+            answers.append(json.loads(out) if out else {})
+        return answers
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_concurrent_hook_processes_of_a_looping_pair_decide_alike(tmp_path: Path) -> None:
+    """The real thing: each turn's two before-hooks, then its two after-hooks, as
+    concurrent processes, in whatever order they get the lock."""
+    root = tmp_path / "state"
+    seen = []
+    for turn in range(4):
+        ids = [f"toolu_{turn}_{i}" for i in range(2)]
+        before = _concurrently(root, [claude_pre(PAIR[i], ids[i]) for i in range(2)])
+        if any(_deny_reason(b) for b in before):
+            seen.append(["refused" if _deny_reason(b) else "ran" for b in before])
+            continue
+        failures = [claude_failure(PAIR[i], ids[i], "No such file", 1) for i in range(2)]
+        after = _concurrently(root, failures)
+        seen.append(["noted" if _note(a) else "ran" for a in after])
+    assert seen == [["ran"] * 2] * 2 + [["noted"] * 2, ["refused"] * 2], seen
+
+
+# --- the refusal says what ran -----------------------------------------------------------------
+
+
+def test_a_refusal_counts_the_calls_that_ran(hook: Hook) -> None:
+    """A refused call never ran, nor did the refused ones before it: the reason says how
+    many identical calls ran and got the same answer."""
+    reasons = []
+    command = "echo attempt >> attempts.log; cat missing.txt"
+    for i in range(5):
+        before = hook.answer(claude_pre(command, f"t{i}"), "--mode", "refuse")
+        reason = _deny_reason(before)
+        if reason:
+            reasons.append(reason)
+            continue
+        hook.answer(claude_failure(command, f"t{i}", "cat: missing.txt: No such file", 1))
+    assert len(reasons) == 3
+    assert "with the same arguments 2 times in a row and got the same result" in reasons[0]
+    for reason in reasons:  # two ran (the same error), then each call was refused
+        assert "with the same arguments 2 times in a row" in reason
+        assert "This call was refused: it did not run." in reason
+
+
+def test_a_hook_whose_clock_read_before_the_note_does_not_forget_it(hook: Hook) -> None:
+    """A parallel call's hook reads the clock, then waits for the lock while its sibling
+    notes the loop: its earlier time must not make the note look expired, or the loop is
+    noted again instead of refused."""
+    assert _run(hook, "claude-code", 4) == ["ran"] * 4
+    assert hook.answer(claude_pre("cat missing.txt", "t4")) == {}  # the loop is noted
+    hook.now -= 0.5  # the after-hook read its clock before that
+    assert _note(hook.answer(claude_failure("cat missing.txt", "t4", "No such file")))
+    hook.now += 1.0
+    assert _deny_reason(hook.answer(claude_pre("cat missing.txt", "t5")))
+
+
+def test_claude_code_serial_calls_of_a_turn_are_one_batch_by_its_end_of_batch(
+    hook: Hook,
+) -> None:
+    """Claude Code runs a turn's state-changing shell calls one after the other, each
+    hook started after the one before answered, as separate turns would be; its
+    PostToolBatch says which calls were one batch: the first turn's are merged, and
+    later turns stay open until it comes. So the pair loop is told and refused as one
+    batch, at the turns one failing call would be."""
+    seen = []
+    for turn in range(6):
+        got = []
+        ids = [f"toolu_{turn}_{i}" for i in range(2)]
+        for i in (turn % 2, 1 - turn % 2):
+            before = hook.answer(claude_pre(PAIR[i], ids[i]))
+            if _deny_reason(before):
+                got.append("refused")
+                continue
+            after = hook.answer(claude_failure(PAIR[i], ids[i], "No such file", 1))
+            got.append("noted" if _note(after) else "ran")
+        assert hook.answer(claude_batch([(PAIR[i], ids[i], "Exit code 1") for i in range(2)])) == {}
+        seen.append(got)
+    assert seen == [["ran"] * 2] * 2 + [["noted"] * 2] + [["refused"] * 2] * 3, seen
+    calls = [e for e in hook_state.load(_only_session(hook.root)).events if e[0] == "call"]
+    assert calls[0][6] == calls[1][6] != calls[2][6] == calls[3][6]
+
+
+def test_a_missing_end_of_batch_does_not_hold_the_next_turn_in_the_batch(hook: Hook) -> None:
+    """Once the session has said where its batches end, a batch stays open for the next
+    call; but the same call again is the next turn (its end of batch went missing)."""
+    hook.answer(claude_pre("ls", "t0"))
+    hook.answer(claude_post("ls", "t0", "a.py"))
+    hook.answer(claude_batch([("ls", "t0", "a.py")]))
+    for i in (1, 2):
+        hook.answer(claude_pre("ls", f"t{i}"))
+        hook.answer(claude_post("ls", f"t{i}", "a.py"))
+    calls = [e for e in hook_state.load(_only_session(hook.root)).events if e[0] == "call"]
+    assert len({call[6] for call in calls}) == 3

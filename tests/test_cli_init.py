@@ -37,11 +37,17 @@ PATHS = {
     "gemini": Path(".gemini/settings.json"),
 }
 EVENTS = {
-    "claude-code": {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"},
+    "claude-code": {
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "PostToolBatch",
+    },
     "codex": {"PreToolUse", "PostToolUse", "UserPromptSubmit"},
     "gemini": {"BeforeTool", "AfterTool", "BeforeAgent"},
 }
-PROMPT_EVENTS = {"UserPromptSubmit", "BeforeAgent"}
+PROMPT_EVENTS = {"UserPromptSubmit", "BeforeAgent", "PostToolBatch"}  # no tool to match
 
 
 @pytest.mark.parametrize("agent", list(PATHS))

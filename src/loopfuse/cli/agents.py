@@ -33,6 +33,7 @@ from typing import Final, Literal, NamedTuple
 __all__ = [
     "AFTER_EVENTS",
     "AGENTS",
+    "BATCH_EVENTS",
     "BEFORE_EVENTS",
     "TURN_EVENTS",
     "Action",
@@ -63,6 +64,15 @@ AFTER_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
 }
 """Each CLI's hook events that come after a tool call (with its answer)."""
 
+BATCH_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
+    "claude-code": ("PostToolBatch",),
+    "codex": (),
+    "gemini": (),
+}
+"""Each CLI's hook event for the end of a batch of parallel calls, listing them (Claude
+Code only): it runs a turn's state-changing shell calls one after the other, hooks and
+all, so only this event tells them from the calls of separate turns."""
+
 TURN_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
     "claude-code": ("UserPromptSubmit",),
     "codex": ("UserPromptSubmit",),
@@ -88,11 +98,12 @@ class HookEvent(NamedTuple):
     """One hook invocation, read: which CLI, before or after which tool call.
 
     ``answer`` and ``error`` are set after a call: the answer's text (or JSON value) with
-    its volatile parts removed, and whether the call failed (``None``: not known).
+    its volatile parts removed, and whether the call failed (``None``: not known). The
+    end of a batch (phase ``"batch"``) has the CLI's ids of its calls in ``tool_input``.
     """
 
     agent: Agent
-    phase: Literal["before", "after", "turn"]
+    phase: Literal["before", "after", "turn", "batch"]
     event_name: str
     session: str
     tool_name: str
@@ -130,11 +141,13 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
     else:
         raise HookPayloadError(f"unknown agent {agent!r}")
     if event_name in BEFORE_EVENTS[who]:
-        phase: Literal["before", "after", "turn"] = "before"
+        phase: Literal["before", "after", "turn", "batch"] = "before"
     elif event_name in AFTER_EVENTS[who]:
         phase = "after"
     elif event_name in TURN_EVENTS[who]:
         phase = "turn"
+    elif event_name in BATCH_EVENTS[who]:
+        phase = "batch"
     else:
         raise HookPayloadError(f"{who} event {event_name!r} is not a tool event")
     session = payload.get("session_id")
@@ -142,6 +155,14 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
         raise HookPayloadError("the hook input has no session_id")
     if phase == "turn":
         return HookEvent(who, phase, event_name, session, "", None)
+    if phase == "batch":
+        calls = payload.get("tool_calls")
+        if not isinstance(calls, list):
+            raise HookPayloadError("the hook input has no tool_calls")
+        ids = [c.get("tool_use_id") for c in calls if isinstance(c, dict)]
+        return HookEvent(
+            who, phase, event_name, session, "", [i for i in ids if isinstance(i, str)]
+        )
     tool_name = payload.get("tool_name")
     if not isinstance(tool_name, str) or not tool_name:
         raise HookPayloadError("the hook input has no tool_name")
@@ -218,7 +239,9 @@ def render(event: HookEvent, action: Action, reason: str = "") -> tuple[str, int
     ('{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", \
 "permissionDecisionReason": "stop"}}', 0)
     """
-    if action == "allow" or event.phase == "turn" or (action == "note" and event.phase != "after"):
+    if action == "allow" or event.phase in ("turn", "batch"):
+        return "", 0
+    if action == "note" and event.phase != "after":
         return "", 0
     if action == "note":
         note = {"hookEventName": event.event_name, "additionalContext": reason}

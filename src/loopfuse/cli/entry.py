@@ -9,6 +9,7 @@ anything of ``loopfuse scan`` is imported; every other command goes to
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 
 __all__ = ["main"]
@@ -16,11 +17,12 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    started = time.time()  # before the hook's imports: when the CLI started this hook
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"]:
         from loopfuse.cli import hook
 
-        return hook.main(args[1:])
+        return hook.main(args[1:], started=started)
     if args[:1] == ["init"]:
         from loopfuse.cli import init
 

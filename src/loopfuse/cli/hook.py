@@ -2,9 +2,11 @@
 every tool call (installed by ``loopfuse init``; see docs/agents.md).
 
 Before a call, the session's :class:`~loopfuse.detector.LoopDetector` (rebuilt from the
-session's recent calls and answers, see :mod:`~loopfuse.cli.hook_state`) decides on it;
-after it, the answer is recorded. What a loop gets depends on the mode, as in the
-integrations:
+session's recent batches of calls and their answers, see :mod:`~loopfuse.cli.hook_state`)
+decides on it; after it, the answer is recorded. The parallel calls of one turn are one
+batch, decided once (by whichever of their hooks gets the lock first) and alike for each
+of its calls: see :func:`_joins` for how a hook tells its batch, and docs/agents.md. What
+a loop gets depends on the mode, as in the integrations:
 
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
   note after it; when the same loop goes on, the call is refused with the reason;
@@ -28,7 +30,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from blake3 import blake3
 
@@ -48,6 +50,8 @@ from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
     import argparse
+
+    from loopfuse.detector import LoopDetected
 
 __all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
 
@@ -215,8 +219,12 @@ def _seconds(raw: object) -> float:
     return value
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one hook: the event on stdin, the answer on stdout; returns the exit status."""
+def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
+    """Run one hook: the event on stdin, the answer on stdout; returns the exit status.
+
+    ``started`` is when the process started (wall clock), read by the console script
+    before it imports this module: it tells the hooks of parallel calls apart from the
+    next turn's (see :func:`handle`)."""
     if argv is not None and any(a in ("-h", "--help") for a in argv):
         build_parser().print_help()
         return 0
@@ -224,7 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raw = sys.stdin.buffer.read()
     except (OSError, ValueError):
         raw = b""
-    output, status = handle(raw, sys.argv[2:] if argv is None else argv, os.environ, time.time)
+    argv = sys.argv[2:] if argv is None else argv
+    started = process_start(time.time() if started is None else started)
+    output, status = handle(raw, argv, os.environ, time.time, started=started)
     if output:
         try:
             sys.stdout.write(output + "\n")
@@ -234,16 +244,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+MAX_START_LAG: Final = 5.0
+"""Seconds the kernel's start time of the process may precede the first reading of the
+clock in Python; more means the two clocks disagree (a suspend): the reading is used."""
+
+
+def process_start(first_reading: float) -> float:
+    """When this process started, on the wall clock: the kernel's record (Linux's
+    ``/proc/self/stat``, rounded up to its tick), else ``first_reading``.
+
+    Python's own start takes tens of milliseconds, more on a loaded machine: the
+    kernel's start is when the CLI started the hook, which is what tells a parallel
+    call's hook from the next turn's (:func:`_joins`)."""
+    try:
+        with open("/proc/self/stat", "rb") as file:
+            stat = file.read()
+        ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22: starttime
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - (ticks + 1) / os.sysconf("SC_CLK_TCK")
+        start = time.time() - age
+    except (OSError, ValueError, IndexError, AttributeError):
+        return first_reading
+    if not 0 <= first_reading - start <= MAX_START_LAG:
+        return first_reading
+    return start
+
+
 def handle(
     raw: bytes,
     argv: Sequence[str],
     env: Mapping[str, str],
     clock: Callable[[], float],
+    started: float | None = None,
 ) -> tuple[str, int]:
     """The hook's stdout and exit status for the event ``raw``; never raises.
 
-    ``clock`` is the wall clock (seconds), for warn mode's memory and the cleanup.
+    ``clock`` is the wall clock (seconds), for warn mode's memory, the cleanup and the
+    batches; ``started`` when the hook's process started (default: now). A before-hook
+    that started before the open batch's latest hook was done was started by the CLI
+    without waiting for it: it is a parallel call of the same batch (see :func:`_joins`).
     """
+    started = clock() if started is None else started
     root = state_root(None, env)  # where a problem is logged, until the settings say
     event: HookEvent | None = None
     try:
@@ -269,7 +309,10 @@ def handle(
             import loopfuse.detector  # noqa: F401
         with locked(path, settings.lock_timeout):
             state = load(path)
-            action, reason, logged = _decide(event, state, settings, now)
+            action, reason, logged, in_batch = _decide(event, state, settings, now, started)
+            if in_batch and state.batch is not None:
+                # Read after deciding: a hook started before this is a sibling call.
+                state.batch["done"] = clock()
             save(path, state, now)
         if logged:
             _log(root, now, event, logged)
@@ -288,73 +331,187 @@ def handle(
 
 
 def _decide(
-    event: HookEvent, state: SessionState, settings: HookSettings, now: float
-) -> tuple[Action, str, str]:
+    event: HookEvent, state: SessionState, settings: HookSettings, now: float, started: float
+) -> tuple[Action, str, str, bool]:
     """Decide on ``event``, updating ``state``: the action, the reason for the model,
-    and a line for the log (empty: nothing worth logging)."""
+    a line for the log (empty: nothing worth logging), and whether the event belongs
+    to the open batch."""
     _forget(state, now)
     if event.phase == "turn":  # the user spoke: a new run, as LoopDetector.break_run
         state.events.clear()
         state.noted.clear()
         state.refused.clear()
-        return "allow", "", ""
+        if state.batch is not None:
+            state.batch["closed"] = True  # kept for whether the CLI marks its batches
+        return "allow", "", "", False
+    if event.phase == "batch":
+        _close_batch(state, event)
+        return "allow", "", "", False
     if event.phase == "after":
         return _after(event, state, settings)
-    return _before(event, state, settings, now)
+    return _before(event, state, settings, now, started)
 
 
 def _after(
     event: HookEvent, state: SessionState, settings: HookSettings
-) -> tuple[Action, str, str]:
-    """Keep the answer of a call, and give the model the note its loop got, if any.
+) -> tuple[Action, str, str, bool]:
+    """Keep the answer of a call, and give the model the note its batch got, if any.
 
-    The answer is kept as it came (bounded, see :func:`_kept_answer`) and digested by
-    the next before-hook, which imports the detector anyway: an after-hook does not."""
+    The answer is kept as it came (bounded, see :func:`_kept_answer`) and digested with
+    the rest of its batch by the first before-hook of the next batch, which imports the
+    detector anyway: an after-hook does not."""
     arguments = _bounded(event.tool_input)
     paired = _paired(state, event, arguments)
     note: object = None
     if paired is not None and paired[4] is False:
-        return "allow", "", ""  # the answer of a refused call: nothing ran
+        return "allow", "", "", False  # the answer of a refused call: nothing ran
     if paired is None:  # its before-hook was not ours (installed mid-call): count it now
-        call_id = _new_call(state, event, arguments, None)
+        call_id = _new_call(state, event, arguments, None, f"after-{state.next_id}")
     else:
         call_id, note = str(paired[1]), paired[4]
     answer = {"answer": _kept_answer(event.answer), "error": event.error}
     state.events.append(["answer", call_id, answer])
-    window = settings.detector.get("detector_window", DETECTOR_WINDOW)
-    _trim(state, window if isinstance(window, int) else DETECTOR_WINDOW)
+    _trim(state, _window(settings))
+    in_batch = paired is not None and state.batch is not None and paired[6] == state.batch["id"]
     if isinstance(note, str):
-        return "note", note, ""
-    return "allow", "", ""
+        return "note", note, "", in_batch
+    return "allow", "", "", in_batch
+
+
+JOIN_SPAN: Final = 60.0
+"""Seconds at most between a parallel call's start and its batch's latest hook: past
+this, a clock that went back does not join a new call to an old batch."""
+
+
+def _joins(state: SessionState, started: float, name: str, arguments: object) -> bool:
+    """Whether a before-hook ``started`` then, for the call ``name(arguments)``, is a
+    call of the open batch.
+
+    The CLIs start the hooks of a turn's parallel calls together, and the next turn's
+    only once the model has read every answer, that is after every hook of this turn
+    has answered. So a hook that started before the batch's latest hook was done
+    (``done``, read when it had decided) was started without waiting for it: it is one
+    of the batch's calls, whichever order the hooks get the lock in. A hook started
+    after it could be the model's answer to it: a new batch.
+
+    Claude Code runs a turn's state-changing shell calls one after the other, but says
+    when the batch is over (PostToolBatch): in a session that said so before, a batch
+    stays open until it does, unless the call is one the batch has already (a model
+    does not ask for the same call twice in one turn: that is the next turn, whose end
+    of batch went missing)."""
+    batch = state.batch
+    if batch is None or batch.get("closed") is True:
+        return False
+    done = batch["done"]
+    assert isinstance(done, int | float)
+    if started < done and done - started < JOIN_SPAN:
+        return True
+    if batch.get("marked") is not True:
+        return False
+    return not any(
+        e[0] == "call"
+        and len(e) == 7
+        and e[6] == batch["id"]
+        and e[2] == name
+        and e[3] == arguments
+        for e in state.events
+    )
+
+
+def _close_batch(state: SessionState, event: HookEvent) -> None:
+    """The CLI says the open batch is over, and which calls it had: those are one batch
+    (calls its hooks showed apart are merged into the batch of the first), and the
+    session's batches are closed by the CLI from now on (see :func:`_joins`)."""
+    ids = event.tool_input if isinstance(event.tool_input, list) else []
+    calls = [e for e in state.events if e[0] == "call" and len(e) == 7 and e[5] in ids]
+    for call in calls[1:]:
+        call[6] = calls[0][6]
+    if state.batch is not None:
+        state.batch["closed"] = True
+        state.batch["marked"] = True
 
 
 def _before(
-    event: HookEvent, state: SessionState, settings: HookSettings, now: float
-) -> tuple[Action, str, str]:
-    """Check the call about to run with the session's detector, and act on a loop."""
+    event: HookEvent, state: SessionState, settings: HookSettings, now: float, started: float
+) -> tuple[Action, str, str, bool]:
+    """Decide on the call about to run: as its batch was decided when it is a parallel
+    call of the open batch; else it opens a batch, decided with the session's detector."""
+    arguments = _bounded(event.tool_input)
+    if state.batch is not None and _joins(state, started, event.tool_name, arguments):
+        joined, said, _ = _member(event, state, settings, arguments, state.batch)
+        return joined, said, "", True  # logged once, for the batch
     from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
     detector = LoopDetector(**detector_arguments(settings.detector))  # type: ignore[arg-type]
-    _digest_answers(state)
-    _replay(detector, state)
-    arguments = _bounded(event.tool_input)
-    call = ToolCall(event.tool_name, arguments)
+    batches = _replay(detector, state, _digest_answers(state))
+    predicted = _predicted(batches, event.tool_name, arguments)
+    action: Action = "allow"
+    message = logged = ""
     try:
-        detector.check([call])
-    except LoopDetected as loop:
-        found = loop
-    else:
-        _new_call(state, event, arguments, None)
-        _trim(state, detector.settings.window)
-        return "allow", "", ""
+        detector.check([ToolCall(name, args) for name, args in predicted])
+    except LoopDetected as found:
+        action, message, logged = _on_loop(found, event, state, settings, now, batches)
+    marked = state.batch is not None and state.batch.get("marked") is True
+    state.batch = {
+        "id": state.next_id,
+        "marked": marked,
+        "done": now,
+        "action": action,
+        "message": message,
+        "logged": logged,
+    }
+    return (*_member(event, state, settings, arguments, state.batch), True)
+
+
+def _member(
+    event: HookEvent,
+    state: SessionState,
+    settings: HookSettings,
+    arguments: object,
+    batch: Mapping[str, object],
+) -> tuple[Action, str, str]:
+    """Add the call to ``batch`` with the batch's decision, which every call of a batch
+    gets alike: all noted, all refused, or all ended."""
+    action = batch["action"]
+    message = str(batch["message"])
+    assert action in ("allow", "note", "deny", "end")
+    note: str | bool | None = None
+    if action == "note":
+        note = message
+    elif action != "allow":
+        note = False  # refused: no answer will come
+    _new_call(state, event, arguments, note, batch["id"])
+    _trim(state, _window(settings))
+    return action, message, str(batch["logged"])
+
+
+def _predicted(batches: list[list[list[object]]], name: str, arguments: object) -> list[Any]:
+    """The batch a call that opens a batch is part of, as far as can be told when its
+    siblings have not come yet: the latest batch that had the same call (a loop asks for
+    the same batch again), else the call alone."""
+    for batch in reversed(batches):
+        if any(call[2] == name and call[3] == arguments for call in batch):
+            return [(call[2], call[3]) for call in batch]
+    return [(name, arguments)]
+
+
+def _on_loop(
+    found: LoopDetected,
+    event: HookEvent,
+    state: SessionState,
+    settings: HookSettings,
+    now: float,
+    batches: list[list[list[object]]],
+) -> tuple[Action, str, str]:
+    """What the batch opened by ``event`` gets for the loop ``found``, by the mode (warn
+    mode's and ``--end-session``'s memory updated): the action, the reason, the log."""
     key = f"{found.kind}:{found.signature}"
     message = f"[loopfuse] {found.message}"
     action: Action
     if settings.mode == "note" or (settings.mode == "warn" and key not in state.noted):
         state.noted[key] = now
-        _new_call(state, event, arguments, message)
-        _trim(state, detector.settings.window)
         return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
+    message = f"[loopfuse] {_refusal_text(found, batches)}"
     if settings.mode == "warn":
         message = f"{message} {_IGNORED_NOTE}"
     action = "deny"
@@ -362,8 +519,6 @@ def _before(
         action = "end"
         message = f"{message} {_ENDED}"
     state.refused[key] = now
-    _new_call(state, event, arguments, False)  # refused: no answer will come
-    _trim(state, detector.settings.window)
     logged = f"call refused ({found.kind}, {found.count}x): {event.tool_name}"
     if action == "end":
         logged = f"session ended ({found.kind}, {found.count}x): {event.tool_name}"
@@ -373,58 +528,137 @@ def _before(
     return action, message, logged
 
 
-def _digest_answers(state: SessionState) -> None:
-    """Replace each answer an after-hook kept by its digest (its call's tool and
-    arguments are part of it); an answer whose call is gone is dropped."""
+def _refusal_text(found: LoopDetected, batches: list[list[list[object]]]) -> str:
+    """The detector's message for a refused batch, saying how many identical calls ran.
+
+    A repeat's ``count`` is the batches asked for in a row, this one included, and
+    refused ones too (a refused batch counts, so that asking again stays refused); none
+    of those ran. The model is told the ones that did: ``count`` less this one and the
+    refused ones just before it (a refused batch is always the newest of its streak)."""
+    text = found.message
+    if found.kind == "repeat":
+        refused_before = 0
+        for batch in reversed(batches):
+            if batch_key(batch) != batch_key(batches[-1]) or batch[0][4] is not False:
+                break
+            refused_before += 1
+        ran = found.count - 1 - refused_before
+        said = f" the same arguments {found.count} times in a row"
+        if ran >= 1 and said in text:
+            text = text.replace(said, f" the same arguments {ran} times in a row", 1)
+    return f"{text} This call was refused: it did not run."
+
+
+def batch_key(batch: list[list[object]]) -> str:
+    """The calls of ``batch`` (tool and arguments, in any order), as one comparable text."""
+    return json.dumps(sorted(json.dumps([c[2], c[3]], sort_keys=True) for c in batch))
+
+
+def _window(settings: HookSettings) -> int:
+    window = settings.detector.get("detector_window", DETECTOR_WINDOW)
+    return window if isinstance(window, int) else DETECTOR_WINDOW
+
+
+def _batches(state: SessionState) -> list[list[list[object]]]:
+    """The session's call events by batch, in the order the batches were opened."""
+    batches: dict[str, list[list[object]]] = {}
+    for event in state.events:
+        if event[0] == "call" and len(event) == 7:
+            batches.setdefault(json.dumps(event[6]), []).append(event)
+    return list(batches.values())
+
+
+KEEP_RAW_TEXT: Final = 4096
+"""The newest finished batch keeps answers up to this long as they came, for one more
+batch: Claude Code's end of batch may yet merge it with the next (see
+:func:`_close_batch`), whose digest must then cover both."""
+
+
+def _digest_answers(state: SessionState) -> dict[str, str]:
+    """Replace the answers an after-hook kept by their batch's results digest (the
+    calls' tools and arguments are part of it), each answer event of the batch getting
+    it; an answer whose call is gone is dropped. Run when a batch is opened: every
+    batch before it is over. The newest of them keeps short answers as they came (see
+    :data:`KEEP_RAW_TEXT`): its digest is returned, by batch, instead of kept."""
     from loopfuse.detector import ToolCall, results_digest
 
-    calls = {e[1]: e for e in state.events if e[0] == "call" and len(e) == 6}
+    calls = {e[1]: e for e in state.events if e[0] == "call" and len(e) == 7}
+    batches = _batches(state)
+    newest = json.dumps(batches[-1][0][6]) if batches else None
+    by_batch: dict[str, list[list[object]]] = {}
     for event in state.events:
         if event[0] != "answer" or len(event) != 3 or not isinstance(event[2], dict):
             continue
         call = calls.get(event[1])
-        kept = event[2]
-        error = kept.get("error")
-        try:
-            if call is None or not (error is None or isinstance(error, bool)):
-                raise ValueError("no call, or not an answer")
-            tool = ToolCall(call[2], call[3])  # type: ignore[arg-type]
-            event[2] = results_digest([tool], [kept.get("answer")], error=error)
-        except Exception:  # a damaged event: the replay drops what it cannot read
-            event[2] = None
+        if call is None:
             event[0] = "damaged"
+            continue
+        by_batch.setdefault(json.dumps(call[6]), []).append(event)
+    computed: dict[str, str] = {}
+    for key, answers in by_batch.items():
+        try:
+            tools = []
+            texts = []
+            errors = set()
+            for event in answers:
+                call = calls[event[1]]
+                kept = event[2]
+                assert isinstance(kept, dict)
+                error = kept.get("error")
+                if not (error is None or isinstance(error, bool)):
+                    raise ValueError("not an answer")
+                tools.append(ToolCall(call[2], call[3]))  # type: ignore[arg-type]
+                texts.append(kept.get("answer"))
+                errors.add(error)
+            failed = True if True in errors else (False if errors == {False} else None)
+            digest = results_digest(tools, texts, error=failed)
+            short = all(len(json.dumps(text)) <= KEEP_RAW_TEXT for text in texts)
+            if key == newest and short and digest is not None:
+                computed[key] = digest
+                continue
+            for event in answers:
+                event[2] = digest
+        except Exception:  # a damaged batch: the replay drops what it cannot read
+            for event in answers:
+                event[2] = None
+                event[0] = "damaged"
+    return computed
 
 
-def _replay(detector: object, state: SessionState) -> dict[str, object]:
-    """Replay the session's events into ``detector``; the records of the calls that
-    wait for their answers, by id. An event that cannot be replayed is dropped."""
+def _replay(
+    detector: object, state: SessionState, computed: Mapping[str, str]
+) -> list[list[list[object]]]:
+    """Replay the session's batches into ``detector``, each checked as one batch with
+    its answers' digest (``computed``, by batch, else the one its answers were given;
+    none when they were digested apart). The batches replayed. A batch that cannot be
+    replayed is dropped, and so is what is damaged."""
     from loopfuse.detector import BatchRecord, LoopDetected, LoopDetector, ToolCall
 
     assert isinstance(detector, LoopDetector)
-    records: dict[str, object] = {}
-    kept: list[list[object]] = []
-    for event in state.events:
+    digests = {e[1]: e[2] for e in state.events if e[0] == "answer" and isinstance(e[2], str)}
+    replayed: list[list[list[object]]] = []
+    dropped: set[int] = set()
+    for batch in _batches(state):
         try:
-            kind = event[0]
-            if kind == "call":
-                _, call_id, name, arguments, _note, _cli_id = event
-                try:
-                    record: BatchRecord | None = detector.check([ToolCall(name, arguments)])  # type: ignore[arg-type]
-                except LoopDetected as loop:
-                    record = loop.record
-                records[str(call_id)] = record
-            elif kind == "answer":
-                _, call_id, digest = event
-                waiting = records.pop(str(call_id), None)
-                if isinstance(waiting, BatchRecord):
-                    detector.record_results(waiting, digest)  # type: ignore[arg-type]
-            else:
-                continue
-        except Exception:  # a damaged event: forget it, keep the rest
+            calls = [ToolCall(c[2], c[3]) for c in batch]  # type: ignore[arg-type]
+            try:
+                record: BatchRecord | None = detector.check(calls)
+            except LoopDetected as loop:
+                record = loop.record
+            given = {digests[c[1]] for c in batch if c[1] in digests}
+            digest = computed.get(json.dumps(batch[0][6]))
+            if digest is None and len(given) == 1:
+                digest = given.pop()
+            if isinstance(record, BatchRecord) and digest is not None:
+                detector.record_results(record, digest)
+        except Exception:  # a damaged batch: forget it, keep the rest
+            dropped.update(id(c) for c in batch)
             continue
-        kept.append(event)
-    state.events[:] = kept
-    return records
+        replayed.append(batch)
+    state.events[:] = [
+        e for e in state.events if e[0] in ("call", "answer") and id(e) not in dropped
+    ]
+    return replayed
 
 
 def _paired(state: SessionState, event: HookEvent, arguments: object) -> list[object] | None:
@@ -435,7 +669,7 @@ def _paired(state: SessionState, event: HookEvent, arguments: object) -> list[ob
     answered = {e[1] for e in state.events if e[0] == "answer"}
     refused: list[object] | None = None
     for entry in state.events:
-        if entry[0] != "call" or entry[1] in answered:
+        if entry[0] != "call" or entry[1] in answered or len(entry) != 7:
             continue
         if event.call_id is not None:
             same = entry[5] == event.call_id
@@ -449,27 +683,34 @@ def _paired(state: SessionState, event: HookEvent, arguments: object) -> list[ob
 
 
 def _new_call(
-    state: SessionState, event: HookEvent, arguments: object, note: str | bool | None
+    state: SessionState,
+    event: HookEvent,
+    arguments: object,
+    note: str | bool | None,
+    batch: object,
 ) -> str:
-    """Add a checked call to the session; ``note`` is the loop message for after it,
-    ``False`` for a refused call (no answer will come), else ``None``."""
+    """Add a checked call to the session, in ``batch``; ``note`` is the loop message
+    for after it, ``False`` for a refused call (no answer will come), else ``None``."""
     call_id = f"#{state.next_id}"
     state.next_id += 1
-    state.events.append(["call", call_id, event.tool_name, arguments, note, event.call_id])
+    state.events.append(["call", call_id, event.tool_name, arguments, note, event.call_id, batch])
     return call_id
 
 
 def _trim(state: SessionState, window: int) -> None:
     """Keep the events a fresh detector needs to reach the same state: its window of
-    calls, each with its answer (the hook checks one call per batch)."""
+    calls, each with its answer."""
     limit = max(MIN_EVENTS, 2 * window)
     if len(state.events) > limit:
         del state.events[: len(state.events) - limit]
 
 
 def _forget(state: SessionState, now: float) -> None:
+    """Forget the notes and refusals older than :data:`WARN_WINDOW`. A time a little
+    after ``now`` is kept: a parallel hook read its clock before it waited for the lock,
+    while a sibling noted the loop (only a clock far off is forgotten)."""
     for memory in (state.noted, state.refused):
-        for key in [k for k, t in memory.items() if not 0 <= now - t < WARN_WINDOW]:
+        for key in [k for k, t in memory.items() if abs(now - t) >= WARN_WINDOW]:
             del memory[key]
 
 

@@ -46,7 +46,8 @@ __all__ = [
 ]
 
 FORMAT: Final = "loopfuse-hook-state"
-VERSION: Final = 1
+VERSION: Final = 2
+"""2: calls carry their batch, and the open batch is kept (version 1 files are a fresh start)."""
 MAX_IDLE: Final = 7 * 24 * 3600.0
 """Seconds after its last hook that a session's state is removed."""
 CLEANUP_EVERY: Final = 3600.0
@@ -66,14 +67,19 @@ class LockTimeout(Exception):
 class SessionState:
     """A session's recent hook events, and what warn mode remembers.
 
-    ``events`` are ``["call", id, name, arguments, note, cli_id]`` (a call checked
-    before it ran: our id, the CLI's id or ``None``; ``note`` is the loop message to
-    give the model after it, ``False`` if it was refused, else ``None``),
-    ``["answer", id, digest]`` and ``["turn"]``, oldest first. ``noted`` and ``refused``
-    map a loop's key to when it was last noted or refused.
+    ``events`` are ``["call", id, name, arguments, note, cli_id, batch]`` (a call
+    checked before it ran: our id, the CLI's id or ``None``; ``note`` is the loop
+    message to give the model after it, ``False`` if it was refused, else ``None``;
+    ``batch`` names the batch of parallel calls it was part of) and ``["answer", id,
+    answer]`` (the answer as it came, or once its batch is over, the batch's results
+    digest), oldest first. ``noted`` and ``refused`` map a loop's key to when it was
+    last noted or refused. ``batch`` is the open batch (see :mod:`loopfuse.cli.hook`):
+    ``{"id", "done", "action", "message", "logged"}`` (its id, when its latest hook was
+    done, and its decision), with ``"closed"`` once the CLI said it is over and
+    ``"marked"`` when the session's CLI says so (Claude Code); or ``None``.
     """
 
-    __slots__ = ("events", "next_id", "noted", "refused")
+    __slots__ = ("batch", "events", "next_id", "noted", "refused")
 
     def __init__(
         self,
@@ -81,12 +87,14 @@ class SessionState:
         noted: dict[str, float] | None = None,
         refused: dict[str, float] | None = None,
         next_id: int = 0,
+        batch: dict[str, object] | None = None,
     ) -> None:
         # A plain class, not a dataclass: an after-hook does not import dataclasses.
         self.events = [] if events is None else events
         self.noted = {} if noted is None else noted
         self.refused = {} if refused is None else refused
         self.next_id = next_id
+        self.batch = batch
 
 
 def state_root(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -176,6 +184,7 @@ def load(path: str) -> SessionState:
     noted = data.get("noted")
     refused = data.get("refused")
     next_id = data.get("next_id")
+    batch = data.get("batch")
     if not (
         isinstance(events, list)
         and all(isinstance(e, list) and e and isinstance(e[0], str) for e in events)
@@ -183,11 +192,27 @@ def load(path: str) -> SessionState:
         and _times(refused)
         and isinstance(next_id, int)
         and not isinstance(next_id, bool)
+        and (batch is None or _open_batch(batch))
     ):
         return SessionState()
     assert isinstance(noted, dict)
     assert isinstance(refused, dict)
-    return SessionState(events, dict(noted), dict(refused), next_id)
+    return SessionState(events, dict(noted), dict(refused), next_id, batch)
+
+
+def _open_batch(value: object) -> bool:
+    """Whether ``value`` is an open batch as :class:`SessionState` keeps it."""
+    if not isinstance(value, dict):
+        return False
+    done = value.get("done")
+    return (
+        isinstance(value.get("id"), int)
+        and isinstance(done, int | float)
+        and not isinstance(done, bool)
+        and value.get("action") in ("allow", "note", "deny", "end")
+        and isinstance(value.get("message"), str)
+        and isinstance(value.get("logged"), str)
+    )
 
 
 def _times(value: object) -> bool:
@@ -207,6 +232,7 @@ def save(path: str, state: SessionState, now: float | None = None) -> None:
         "noted": state.noted,
         "refused": state.refused,
         "next_id": state.next_id,
+        "batch": state.batch,
     }
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     folder, name = os.path.split(path)

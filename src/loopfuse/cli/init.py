@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BEFORE_EVENTS, TURN_EVENTS
+from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BATCH_EVENTS, BEFORE_EVENTS, TURN_EVENTS
 
 __all__ = ["InitError", "hook_command", "install", "main", "settings_path", "uninstall"]
 
@@ -46,10 +46,14 @@ CODEX_TRUST: Final = (
 
 
 _EVENTS: Final[dict[str, tuple[str, ...]]] = {
-    agent: (*BEFORE_EVENTS[agent], *AFTER_EVENTS[agent], *TURN_EVENTS[agent]) for agent in AGENTS
+    agent: (*BEFORE_EVENTS[agent], *AFTER_EVENTS[agent], *TURN_EVENTS[agent], *BATCH_EVENTS[agent])
+    for agent in AGENTS
 }
 
-_PROMPT_EVENTS: Final = frozenset(event for events in TURN_EVENTS.values() for event in events)
+# Events that are not about one tool, so have no tool to match.
+_PROMPT_EVENTS: Final = frozenset(
+    event for table in (TURN_EVENTS, BATCH_EVENTS) for events in table.values() for event in events
+)
 
 
 class InitError(Exception):

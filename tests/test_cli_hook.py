@@ -821,3 +821,19 @@ def test_a_missing_end_of_batch_does_not_hold_the_next_turn_in_the_batch(hook: H
         hook.answer(claude_post("ls", f"t{i}", "a.py"))
     calls = [e for e in hook_state.load(_only_session(hook.root)).events if e[0] == "call"]
     assert len({call[6] for call in calls}) == 3
+
+
+def test_a_before_hook_does_not_import_orjson(tmp_path: Path) -> None:
+    """orjson (with uuid and platform) is about a tenth of a hook's cost, and a hook's few
+    kilobytes of JSON gain nothing from it: the entry point keeps it out, and the
+    decision is the one the library gives with orjson."""
+    payload = json.dumps(claude_pre("cat missing.txt", "t1")).encode()
+    code = (
+        "import sys; from loopfuse.cli.entry import main;"
+        f"sys.stdin = __import__('io').TextIOWrapper(__import__('io').BytesIO({payload!r}));"
+        f"main(['hook', '--state-dir', {str(tmp_path)!r}]);"
+        "print('orjson' in sys.modules and sys.modules['orjson'] is not None,"
+        " 'loopfuse.detector' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert done.stdout.decode().strip().splitlines()[-1] == "False True"

@@ -20,6 +20,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.time()  # before the hook's imports: when the CLI started this hook
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"]:
+        # A hook parses a few kilobytes of JSON, which the standard library does as fast
+        # as orjson, and loopfuse gives the same answers with either backend
+        # (docs/intent.md): so the hook does not import orjson, whose import (with the
+        # uuid and platform modules it pulls in) is about a tenth of a hook's cost.
+        sys.modules.setdefault("orjson", None)  # type: ignore[arg-type]
         from loopfuse.cli import hook
 
         return hook.main(args[1:], started=started)

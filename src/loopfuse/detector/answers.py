@@ -172,7 +172,14 @@ def looks_like_error(text: str, *, frameworks: bool = True) -> bool:
         return False
     # Only lines holding a hint can match: a few substring searches skip the rest. The
     # answer is cached: the scanner asks again about the same answer within a request.
-    return _window_is_error(_window(text)) or (frameworks and framework_error(text))
+    return _window_is_error(_window(text)) or (frameworks and _framework_error(text))
+
+
+@lru_cache(maxsize=512)
+def _framework_error(text: str) -> bool:
+    # Cached as the window check is: a proxy's scan reads the same answers request after
+    # request, and most are not a framework's (so every check runs to its end).
+    return framework_error(text)
 
 
 def error_line(text: str) -> str | None:

@@ -220,10 +220,10 @@ def flagged_error(answer: object) -> bool:
     """
     if type(answer) is dict:
         return answer.get("isError") is True
-    if type(answer) is not str or len(answer) > _FLAG_TEXT:
+    if type(answer) is not str or len(answer) > _FLAG_TEXT or "isError" not in answer:
+        return False  # one search in C settles nearly every answer (asked on every scan)
+    if not answer.startswith("{", _start_of(answer)):
         return False
-    if not answer.startswith("{", _start_of(answer)) or "isError" not in answer:
-        return False  # the first test settles nearly every answer: it is not JSON
     try:
         value = json.loads(answer)
     except (ValueError, RecursionError):

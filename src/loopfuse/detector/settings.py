@@ -76,6 +76,14 @@ def _names(name: str, value: object) -> tuple[str, ...]:
     return out
 
 
+# Asked for on every scan: the four readings made once (a NamedTuple's __new__ is slow).
+_READINGS: Final = {
+    (flags, frameworks): ErrorReading(flags, frameworks)
+    for flags in (False, True)
+    for frameworks in (False, True)
+}
+
+
 @dataclass(frozen=True, slots=True)
 class DetectorSettings:
     """Validated settings; see :class:`~loopfuse.detector.LoopDetector` for each one."""
@@ -202,7 +210,7 @@ class DetectorSettings:
     def error_reading(self) -> ErrorReading:
         """Which evidence of an error beyond the text heuristics is read: the flags results
         carry (``error_flags``), the frameworks' answers (``framework_errors``)."""
-        return ErrorReading(self.error_flags, self.framework_errors)
+        return _READINGS[self.error_flags, self.framework_errors]
 
     @property
     def allowance(self) -> int | None:

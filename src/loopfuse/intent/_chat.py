@@ -55,18 +55,28 @@ def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any
         if role == "assistant":
             canon = _assistant(message, linker, walk)
             waiting = False
-            written = None if "tool_calls" in canon else _written(canon, "assistant", linker, walk)
+            if "tool_calls" in canon:  # the common case, kept cheap
+                messages.append(canon)
+                continue
+            content = canon["content"]
+            written = None
+            if len(content) != 1 or type(content[0]) is not str or has_written_calls(content[0]):
+                written = written_messages("assistant", content, linker, walk)
             if written is None:
                 messages.append(canon)
             else:
                 messages.extend(written[0])
                 waiting = written[1]
-        elif role == "user":
-            waiting = _user_turn(message, linker, messages, walk, waiting)
         elif role == "tool":
             messages.append(_tool_result(message, linker))
             if walk is not None and "tool_name" in message:
                 walk.ollama = True
+        elif role == "user":
+            content = message.get("content")
+            if not waiting and type(content) is str and not has_written_calls(content):
+                _user(message, linker, messages, walk)  # the common case, kept cheap
+            else:
+                waiting = _user_turn(message, linker, messages, walk, waiting)
         elif role == "function":  # legacy OpenAI function result
             name = message.get("name")
             result: dict[str, Any] = {
@@ -150,17 +160,6 @@ def _assistant(message: dict[str, Any], linker: CallLinker, walk: Walk | None) -
         canon["tool_calls"] = calls
         linker.start_turn(ids, calls)
     return canon
-
-
-def _written(
-    canon: dict[str, Any], role: str, linker: CallLinker, walk: Walk | None
-) -> tuple[list[dict[str, Any]], bool] | None:
-    """The messages ``canon`` stands for when its text writes tool calls (smolagents,
-    ReAct: :mod:`loopfuse.intent._written`), or ``None`` (the common case, kept cheap)."""
-    content = canon["content"]
-    if len(content) == 1 and type(content[0]) is str and not has_written_calls(content[0]):
-        return None
-    return written_messages(role, content, linker, walk)
 
 
 def _user_turn(

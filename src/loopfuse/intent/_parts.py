@@ -305,15 +305,20 @@ class CallLinker:
         if ids is not self._ids or calls is not self._calls:
             self._ids = ids
             self._calls = calls
-            self._by_id = {}
-            self._any_id = False
-            self._ids_indexed = 0
-            self._by_name = {}
-            self._names_indexed = 0
-        self._used = set()
+            # Once per assistant turn of every body: only what was filled is emptied.
+            if self._ids_indexed:
+                self._by_id = {}
+                self._any_id = False
+                self._ids_indexed = 0
+            if self._names_indexed:
+                self._by_name = {}
+                self._names_indexed = 0
+        if self._used:
+            self._used.clear()
         self._next = 0
         self._open = 0
-        self._open_named = {}
+        if self._open_named:
+            self._open_named.clear()
 
     def link(self, result_id: object, name: object = None) -> int | None:
         """Index of the call a result answers, or ``None`` when it cannot be known."""

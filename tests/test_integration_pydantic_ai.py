@@ -18,6 +18,7 @@ from pydantic_ai.exceptions import ModelHTTPError  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
+from fake_openai import completion, tool_call_message  # noqa: E402
 from loopfuse.integrations import loop_message  # noqa: E402
 from loopfuse.integrations.httpx import AsyncGuardTransport  # noqa: E402
 
@@ -34,24 +35,14 @@ class Model:
         body = json.loads(request.content)
         self.bodies.append(body)
         n = len(self.bodies)
-        message: dict[str, Any] = {"role": "assistant", "content": "All looked up."}
+        return httpx2.Response(200, json=completion(body["model"], n, self.message(n)))
+
+    def message(self, n: int) -> dict[str, Any]:
+        """The model's answer to the ``n``-th request."""
         if n <= len(self.words) or self.forever:
             word = self.words[min(n, len(self.words)) - 1]
-            call = {"name": "lookup", "arguments": json.dumps({"word": word})}
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [{"id": f"call_{n}", "type": "function", "function": call}],
-            }
-        completion = {
-            "id": f"chatcmpl-{n}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        return httpx2.Response(200, json=completion)
+            return tool_call_message(n, "lookup", {"word": word})
+        return {"role": "assistant", "content": "All looked up."}
 
 
 def agent(model: Model, **options: Any) -> Any:
@@ -93,25 +84,8 @@ class Inventing(Model):
     """A fake OpenAI server whose model calls a tool that does not exist, with a new name
     and new arguments every turn."""
 
-    def __call__(self, request: Any) -> Any:
-        body = json.loads(request.content)
-        self.bodies.append(body)
-        n = len(self.bodies)
-        call = {"name": f"hex_{n}", "arguments": json.dumps({"value": n})}
-        message = {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": f"call_{n}", "type": "function", "function": call}],
-        }
-        completion = {
-            "id": f"chatcmpl-{n}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        return httpx2.Response(200, json=completion)
+    def message(self, n: int) -> dict[str, Any]:
+        return tool_call_message(n, f"hex_{n}", {"value": n})
 
 
 def test_a_pydantic_ai_agent_calling_tools_that_do_not_exist_is_stopped() -> None:

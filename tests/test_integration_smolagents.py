@@ -19,6 +19,7 @@ smolagents = pytest.importorskip("smolagents", reason="smolagents is not install
 openai = pytest.importorskip("openai", reason="the openai extra is not installed")
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
+from fake_openai import completion, tool_call_message  # noqa: E402
 from loopfuse import scan  # noqa: E402
 from loopfuse.integrations.httpx import GuardTransport  # noqa: E402
 from written_bodies import native_body  # noqa: E402
@@ -37,26 +38,8 @@ class Model:
         self.bodies.append(body)
         n = len(self.bodies)
         name, arguments = self.calls[min(n, len(self.calls)) - 1]
-        message = {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": f"call_{n}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)},
-                }
-            ],
-        }
-        completion = {
-            "id": f"chatcmpl-{n}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        return httpx2.Response(200, json=completion)
+        message = tool_call_message(n, name, arguments)
+        return httpx2.Response(200, json=completion(body["model"], n, message))
 
 
 @smolagents.tool

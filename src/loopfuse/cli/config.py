@@ -29,6 +29,7 @@ from loopfuse.cli.options import (
     Option,
     detector_arguments,
     load_toml,
+    parse_mode,
     parse_value,
 )
 from loopfuse.cli.tokens import Price
@@ -36,7 +37,6 @@ from loopfuse.detector import LoopDetector
 from loopfuse.detector.settings import default_settings
 from loopfuse.errors import ConfigError
 from loopfuse.integrations import Guard
-from loopfuse.integrations._decision import Mode
 from loopfuse.integrations.httpx import DEFAULT_MODE
 
 __all__ = [
@@ -153,17 +153,10 @@ def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
         cache=cache if "dedup" in guards else None,
         cache_streams=settings.cache_streams,
         cache_sampled=settings.cache_sampled,
-        mode=_mode(settings.mode),
+        mode=parse_mode(settings.mode),
         shared_session="default",
         clock=clock,
     )
-
-
-def _mode(name: str) -> Mode:
-    for mode in MODES:
-        if mode == name:
-            return mode
-    raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {name!r}")
 
 
 def check(settings: Settings, source: str = "flags") -> None:

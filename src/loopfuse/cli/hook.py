@@ -45,7 +45,8 @@ from loopfuse.cli.hook_state import (
     session_path,
     state_root,
 )
-from loopfuse.cli.options import OPTIONS, detector_arguments, load_toml, parse_value
+from loopfuse.cli.options import MODES as OPTION_MODES
+from loopfuse.cli.options import OPTIONS, detector_arguments, load_toml, parse_mode, parse_value
 from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
 
-MODES: Final = ("warn", "refuse", "note")
+MODES: Final = OPTION_MODES  # one list of modes, the library's
 WARN_WINDOW: Final = 600.0
 """Seconds a note (and a refusal) is remembered, as the integrations' ``warn_window``."""
 LOCK_TIMEOUT: Final = 5.0
@@ -185,9 +186,7 @@ def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> Hook
     agent = flags.get("agent")
     if agent is not None and agent not in AGENTS:
         raise ConfigError(f"--agent must be one of {', '.join(AGENTS)}, got {agent!r}")
-    mode = hook.get("mode", "warn")
-    if mode not in MODES:
-        raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    mode = parse_mode(hook.get("mode", "warn"))
     end = hook.get("end_session", False)
     if not isinstance(end, bool):
         raise ConfigError(f"end_session must be true or false, got {end!r}")

@@ -25,7 +25,16 @@ if TYPE_CHECKING:
 
     from loopfuse.integrations._decision import Mode
 
-__all__ = ["GUARDS", "MODES", "OPTIONS", "Option", "detector_arguments", "load_toml", "parse_value"]
+__all__ = [
+    "GUARDS",
+    "MODES",
+    "OPTIONS",
+    "Option",
+    "detector_arguments",
+    "load_toml",
+    "parse_mode",
+    "parse_value",
+]
 
 
 class Option(NamedTuple):
@@ -55,7 +64,20 @@ GUARDS: Final = ("breaker", "detector", "dedup")
 """The guards a scan runs, in the order the report lists them."""
 
 MODES: Final[tuple[Mode, ...]] = ("refuse", "warn", "note")
-"""The modes a scan replays, as the integrations' ``Guard`` runs them."""
+"""The modes a guard runs in (the integrations' ``Guard``, a scan's replay, the hook)."""
+
+
+def parse_mode(value: object) -> Mode:
+    """``value`` as a mode, or ``ConfigError`` naming the modes.
+
+    >>> parse_mode("warn")
+    'warn'
+    """
+    for mode in MODES:
+        if mode == value:
+            return mode
+    raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {value!r}")
+
 
 OPTIONS: Final = (
     Option("guards", "names", "guards to run", "scan", GUARDS),

@@ -173,19 +173,26 @@ def test_a_log_swapped_for_a_fifo_after_it_was_recognised_is_refused(folder: Pat
         list(source.open())
 
 
+def scan_measured(path: Path) -> tuple[int, int]:
+    """``loopfuse scan PATH`` as JSON under an alarm: its exit status, and the most memory
+    Python held meanwhile (tracemalloc's peak)."""
+    tracemalloc.start()
+    try:
+        with alarm():
+            code = main(["scan", str(path), "--format", "json", "--no-progress"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return code, peak
+
+
 def test_a_line_longer_than_the_limit_is_skipped_in_bounded_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     limit = 1024 * 1024
     monkeypatch.setattr(readers, "MAX_FILE_BYTES", limit)
     log = sparse_log(tmp_path / "proxy.jsonl", 64 * limit)
-    tracemalloc.start()
-    try:
-        with alarm():
-            code = main(["scan", str(log), "--format", "json", "--no-progress"])
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    code, peak = scan_measured(log)
     captured = capsys.readouterr()
     assert code == 2
     assert captured.err.strip().splitlines() == [
@@ -311,13 +318,7 @@ def test_a_cli_transcript_is_read_with_the_same_bounds_as_a_log(
         handle.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines[3:]))
     source = read_path(path)
     assert not isinstance(source, Log)  # read as a CLI's session, not as a proxy log
-    tracemalloc.start()
-    try:
-        with alarm():
-            code = main(["scan", str(path), "--format", "json", "--no-progress"])
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    code, peak = scan_measured(path)
     captured = capsys.readouterr()
     assert code == 1  # the loop around the long line is still found
     assert "line 4: longer than 1 MiB" in captured.err

@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
     )
     from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
     from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent, log_events
+    from loopfuse.loop import Loop
     from loopfuse.stores import (
         AsyncBreakerStore,
         AsyncCacheStore,
@@ -87,6 +88,7 @@ __all__ = [
     "EventSink",
     "GuardEvent",
     "InvalidInputError",
+    "Loop",
     "LoopBreaker",
     "LoopBroken",
     "LoopDecision",
@@ -140,6 +142,7 @@ _LAZY: Final[dict[str, str]] = {
     "EventSink": "loopfuse.events",
     "GuardEvent": "loopfuse.events",
     "InvalidInputError": "loopfuse.errors",
+    "Loop": "loopfuse.loop",
     "LoopBreaker": "loopfuse.breaker",
     "LoopBroken": "loopfuse.breaker",
     "LoopDecision": "loopfuse.breaker",

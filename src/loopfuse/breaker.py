@@ -15,14 +15,15 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
-from loopfuse._breaker_decision import LoopDecision
 from loopfuse._settings import count_setting, env_int, read_clock, window_seconds
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
 from loopfuse.intent import fingerprint as intent_fingerprint
+from loopfuse.loop import Loop
 from loopfuse.stores import AsyncBreakerStore, BreakerStore, StoreUnavailableError
 from loopfuse.stores._drive import StoreAccess, adrive, drive
 from loopfuse.stores.memory import MemoryBreakerStore
@@ -37,11 +38,61 @@ DEFAULT_MAX_SAMPLES_PER_SESSION: Final = 256
 DEFAULT_MAX_SESSIONS: Final = 10_000
 
 
+@dataclass(frozen=True, slots=True)
+class LoopDecision:
+    """What :meth:`LoopBreaker.check` decided about one request.
+
+    ``repeats`` counts the live samples with this fingerprint in the session's window,
+    this request included. ``error`` is set when the guard failed internally and let
+    the request through (fail-open) — or refused it, with ``fail_closed=True``.
+    :attr:`loop` is the :class:`~loopfuse.Loop` a refusal found.
+    """
+
+    allowed: bool
+    repeats: int
+    session_id: str
+    fingerprint: int | None
+    max_repeats: int
+    window: float
+    error: str | None = None
+
+    @property
+    def message(self) -> str:
+        """A sentence a person or a model can act on."""
+        if self.error is not None:
+            verdict = "allowed" if self.allowed else "refused"
+            return f"loopfuse: request {verdict} because the loop guard failed: {self.error}"
+        if self.allowed:
+            return f"loopfuse: request allowed ({self.repeats} of {self.max_repeats} in window)"
+        # The one wording of a breaker refusal: the integrations hand it to the model too,
+        # so it names no session (which may be an end user's id).
+        return (
+            f"Loop detected: this exact request has been sent {self.repeats} times within "
+            f"{self.window:g}s (limit {self.max_repeats}). Sending it again unchanged will "
+            "not give a different result: change the request or your approach, or stop "
+            "and say what is blocking you."
+        )
+
+    @property
+    def loop(self) -> Loop | None:
+        """The loop this decision refused (``kind="repeated_request"``, the fingerprint
+        in hex as its ``signature``), or ``None`` when the request was allowed or the
+        check failed.
+
+        >>> LoopDecision(False, 6, "s", 255, 5, 30.0).loop.signature
+        '00000000000000ff'
+        """
+        if self.allowed or self.error is not None:
+            return None
+        signature = "" if self.fingerprint is None else f"{self.fingerprint:016x}"
+        return Loop("repeated_request", "breaker", signature, self.repeats, (), self.message)
+
+
 class LoopBroken(LoopfuseError):
     """Raised by :meth:`LoopBreaker.enforce` when a request is refused.
 
-    Carries ``session_id``, ``repeats``, ``fingerprint`` and the whole ``decision``;
-    it pickles (so it crosses a process pool).
+    Carries ``session_id``, ``repeats``, ``fingerprint``, the :class:`~loopfuse.Loop`
+    found (``loop``) and the whole ``decision``; it pickles (so it crosses a process pool).
     """
 
     def __init__(self, decision: LoopDecision) -> None:
@@ -50,6 +101,7 @@ class LoopBroken(LoopfuseError):
         self.session_id = decision.session_id
         self.repeats = decision.repeats
         self.fingerprint = decision.fingerprint
+        self.loop = decision.loop
 
     def __reduce__(self) -> tuple[type[LoopBroken], tuple[LoopDecision]]:
         # Rebuilt from its decision, so it pickles (e.g. out of a process pool).

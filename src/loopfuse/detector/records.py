@@ -14,6 +14,7 @@ from typing import Final, Protocol
 
 from loopfuse.detector.digests import answers_part, digest_facts, same_digest
 from loopfuse.errors import LoopfuseError
+from loopfuse.loop import Loop
 
 __all__ = [
     "KINDS",
@@ -59,6 +60,7 @@ class BatchRecordError(LoopfuseError, ValueError):
 class LoopDetected(LoopfuseError):
     """The agent is repeating itself; ``message`` is written for the model.
 
+    ``loop`` is the :class:`~loopfuse.Loop` found; its fields are read here too.
     ``kind`` names the signal (one of :data:`KINDS`): ``"repeat"`` (one batch again and
     again), ``"cycle"`` (a lap of ``period`` different batches again and again),
     ``"error_streak"`` (the same error whatever the calls), ``"near_repeat"`` (calls
@@ -73,6 +75,8 @@ class LoopDetected(LoopfuseError):
     >>> err = LoopDetected("stop", signature="ls:00", kind="repeat", count=4)
     >>> err.kind, err.count, str(err)
     ('repeat', 4, 'stop')
+    >>> LoopDetected.of(err.loop).loop == err.loop
+    True
     """
 
     def __init__(
@@ -85,28 +89,62 @@ class LoopDetected(LoopfuseError):
         tool_names: tuple[str, ...] = (),
         period: int = 1,
         record: BatchRecord | None = None,
+        guard: str = "detector",
     ) -> None:
         super().__init__(message)
-        self.message = message
-        self.signature = signature
-        self.kind = kind
-        self.count = count
-        self.tool_names = tool_names
+        self.loop = Loop(kind, guard, signature, count, tool_names, message)
+        """The loop found."""
         self.period = period
         self.record = record
 
-    def __reduce__(self) -> tuple[Callable[..., LoopDetected], tuple[str]]:
-        # Keyword-only fields need a partial to pickle; the record stays behind: it
-        # belongs to this process's detector.
-        rebuild = partial(
-            type(self),
-            signature=self.signature,
-            kind=self.kind,
-            count=self.count,
-            tool_names=self.tool_names,
-            period=self.period,
+    @classmethod
+    def of(cls, loop: Loop, *, period: int = 1, record: BatchRecord | None = None) -> LoopDetected:
+        """The exception that reports ``loop`` (found by any guard).
+
+        >>> from loopfuse.loop import Loop
+        >>> LoopDetected.of(Loop("repeated_request", "breaker", "ff", 6)).loop.guard
+        'breaker'
+        """
+        return cls(
+            loop.message,
+            signature=loop.signature,
+            kind=loop.kind,
+            count=loop.count,
+            tool_names=loop.tool_names,
+            period=period,
+            record=record,
+            guard=loop.guard,
         )
-        return (rebuild, (self.message,))
+
+    @property
+    def message(self) -> str:
+        """The message for the model."""
+        return self.loop.message
+
+    @property
+    def kind(self) -> str:
+        """The signal that spoke (one of :data:`KINDS`)."""
+        return self.loop.kind
+
+    @property
+    def signature(self) -> str:
+        """What repeated."""
+        return self.loop.signature
+
+    @property
+    def count(self) -> int:
+        """How many times the pattern occurred (laps, for a cycle)."""
+        return self.loop.count
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools involved."""
+        return self.loop.tool_names
+
+    def __reduce__(self) -> tuple[Callable[..., LoopDetected], tuple[Loop]]:
+        # Rebuilt from its loop; the record stays behind: it belongs to this process's
+        # detector.
+        return (partial(type(self).of, period=self.period), (self.loop,))
 
 
 class AnswersLike(Protocol):

@@ -19,6 +19,7 @@ from loopfuse.detector.records import BatchRecord, LoopDetected
 from loopfuse.detector.settings import DetectorSettings
 from loopfuse.detector.stagnation import StagnationDetected, StagnationDetector
 from loopfuse.detector.transcript import Batch, BatchAnswers, answers_of, prose_text
+from loopfuse.loop import Loop
 
 __all__ = ["OK", "Replay", "Verdict", "replay", "stagnation_verdict"]
 
@@ -27,29 +28,55 @@ __all__ = ["OK", "Replay", "Verdict", "replay", "stagnation_verdict"]
 class Verdict:
     """What :func:`~loopfuse.detector.scan.scan` found.
 
-    ``ok`` is false when the conversation ends in a loop. Then ``kind`` names the signal
-    (one of :data:`~loopfuse.detector.records.KINDS`: ``"repeat"``, ``"cycle"``,
+    ``loop`` is the :class:`~loopfuse.Loop` the conversation ends in, or ``None``
+    (``ok``). Its fields are read here too: ``kind`` names the signal (one of
+    :data:`~loopfuse.detector.records.KINDS`: ``"repeat"``, ``"cycle"``,
     ``"error_streak"``, ``"near_repeat"``, ``"no_progress"``, ``"error_storm"``,
     ``"stagnation"``); ``signature`` names what repeated (a batch signature, a hash of
-    the repeated answer or text); ``index`` is the position of the offending assistant
-    turn in ``extract_intent(body)["messages"]``; ``count`` how many times the pattern
-    occurred (laps, for a cycle); ``message`` is written for the model; ``tool_names``
-    are the tools involved.
+    the repeated answer or text); ``count`` how many times the pattern occurred (laps,
+    for a cycle); ``message`` is written for the model; ``tool_names`` are the tools
+    involved. ``index`` is the position of the offending assistant turn in
+    ``extract_intent(body)["messages"]``.
 
-    >>> OK.ok, OK.kind
-    (True, None)
+    >>> OK.ok, OK.kind, OK.loop
+    (True, None, None)
     """
 
-    ok: bool
-    kind: str | None = None
-    signature: str | None = None
+    loop: Loop | None = None
     index: int | None = None
-    count: int = 0
-    message: str | None = None
-    tool_names: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether the conversation does not end in a loop."""
+        return self.loop is None
+
+    @property
+    def kind(self) -> str | None:
+        """The signal that spoke, or ``None``."""
+        return None if self.loop is None else self.loop.kind
+
+    @property
+    def signature(self) -> str | None:
+        """What repeated, or ``None``."""
+        return None if self.loop is None else self.loop.signature
+
+    @property
+    def count(self) -> int:
+        """How many times the pattern occurred (0 when ok)."""
+        return 0 if self.loop is None else self.loop.count
+
+    @property
+    def message(self) -> str | None:
+        """The message for the model, or ``None``."""
+        return None if self.loop is None else self.loop.message
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools involved."""
+        return () if self.loop is None else self.loop.tool_names
 
 
-OK: Final = Verdict(ok=True)
+OK: Final = Verdict()
 """The verdict for a conversation that does not end in a loop."""
 
 
@@ -184,15 +211,7 @@ class Replay:
 
 
 def _verdict_of(error: LoopDetected, index: int) -> Verdict:
-    return Verdict(
-        ok=False,
-        kind=error.kind,
-        signature=error.signature,
-        index=index,
-        count=error.count,
-        message=error.message,
-        tool_names=error.tool_names,
-    )
+    return Verdict(error.loop, index)
 
 
 def replay(
@@ -218,11 +237,4 @@ def replay(
 
 def stagnation_verdict(exc: StagnationDetected, index: int) -> Verdict:
     """The verdict for a prose turn the stagnation detector refused."""
-    return Verdict(
-        ok=False,
-        kind="stagnation",
-        signature=exc.text_hash,
-        index=index,
-        count=exc.count,
-        message=exc.message,
-    )
+    return Verdict(exc.loop, index)

@@ -18,6 +18,7 @@ from typing import Final
 from blake3 import blake3
 
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
+from loopfuse.loop import Loop
 
 __all__ = ["StagnationDetected", "StagnationDetector"]
 
@@ -25,15 +26,37 @@ WINDOW_FACTOR: Final = 4
 
 
 class StagnationDetected(LoopfuseError):
-    """The model gave the same prose answer too often; ``message`` is written for it."""
+    """The model gave the same prose answer too often; ``message`` is written for it.
+
+    ``loop`` is the :class:`~loopfuse.Loop` found (``kind="stagnation"``, the text's
+    hash as its ``signature``).
+    """
 
     def __init__(self, message: str, *, text_hash: str, count: int, max_steps: int) -> None:
         super().__init__(message)
-        self.message = message
-        self.text_hash = text_hash
-        self.count = count
+        self.loop = Loop("stagnation", "detector", text_hash, count, (), message)
+        """The loop found."""
         self.max_steps = max_steps
-        self.kind = "stagnation"
+
+    @property
+    def message(self) -> str:
+        """The message for the model."""
+        return self.loop.message
+
+    @property
+    def kind(self) -> str:
+        """``"stagnation"``."""
+        return self.loop.kind
+
+    @property
+    def text_hash(self) -> str:
+        """The hash of the repeated answer (whitespace collapsed)."""
+        return self.loop.signature
+
+    @property
+    def count(self) -> int:
+        """How many times the answer was given in the window."""
+        return self.loop.count
 
     def __reduce__(self) -> tuple[Callable[..., StagnationDetected], tuple[str]]:
         # Keyword-only fields need a partial to pickle (e.g. out of a process pool).

@@ -418,6 +418,27 @@ def test_events_are_only_built_with_a_callback_and_the_rest_is_counted() -> None
     )
 
 
+def test_a_request_no_breaker_counts_is_never_hashed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopfuse.guard import request
+
+    hashed: list[bytes] = []
+    real = request.fingerprint_canonical
+    monkeypatch.setattr(
+        request,
+        "fingerprint_canonical",
+        lambda canon, path: hashed.append(canon) or real(canon, path),
+    )
+    for guard in (Guard(breaker=None), Guard()):  # no breaker; a breaker but no session
+        decision = guard.check(ask("hi"))
+        assert (decision.action, decision.attempt) == ("forward", None)
+        guard.outcome(decision, 429)  # nothing to retry: nothing remembered
+    assert hashed == []
+    counted = Guard().check(ask("hi"), RequestContext(session_id="s"))
+    assert counted.attempt is not None
+    assert counted.attempt.fingerprint == intent.fingerprint(ask("hi"))
+    assert len(hashed) == 1  # once, however often it is read
+
+
 # --- provider shapes -----------------------------------------------------------------
 
 

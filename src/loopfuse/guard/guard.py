@@ -141,8 +141,10 @@ class GuardDecision(HoldsLoop):
     ``session`` is the breaker session the request was counted in (``None``: not
     counted). ``cache`` says how to use the cache (:data:`CacheUse`), under
     ``cache_key``; ``cache_reason`` why it is bypassed. ``attempt`` is what
-    :meth:`Guard.outcome` needs to tell a retry from a repeat; ``integration`` names the
-    integration that asked. The repr leaves out ``value`` (the conversation).
+    :meth:`Guard.outcome` needs to tell a retry from a repeat (``None`` where a retry
+    would be decided as its first try anyway: no breaker counts the session, and no
+    note was given); ``integration`` names the integration that asked. The repr leaves
+    out ``value`` (the conversation).
 
     >>> decision = GuardDecision("refuse", loop=Loop("repeat", "detector", "ls:1f", 3))
     >>> decision.refused, decision.kind, decision.count
@@ -570,11 +572,17 @@ class Guard:
         """The decision: ``action`` for ``loop`` (if any); ``noted`` is the body with a
         note. The cache plan is a forwarded request's: one refused or noted for a loop
         bypasses the cache."""
-        # Whether the breaker counted it (a retry of a failed attempt is not).
-        counted = self.breaker is not None and prepared.session is not None and not prepared.retry
-        attempt = Attempt(
-            prepared.identity, prepared.fingerprint, counted, None if noted is None else loop
-        )
+        # Whether the breaker counts this session's requests, and counted this one (a
+        # retry of a failed attempt it is not). Only then, or for a request noted (whose
+        # retry is noted again), can a retry follow: only those need an Attempt (and so
+        # a fingerprint).
+        counts = self.breaker is not None and prepared.session is not None
+        counted = counts and not prepared.retry
+        attempt = None
+        if counts or noted is not None:
+            attempt = Attempt(
+                prepared.identity, prepared.fingerprint, counted, None if noted is None else loop
+            )
         return GuardDecision(
             action,
             prepared.value if noted is None else noted,

@@ -10,7 +10,7 @@ Pure: no clock, no store, no state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from blake3 import blake3
@@ -64,7 +64,7 @@ class PreparedRequest:
     ``analysis`` is the one parse (``analysis.parsed_intent`` is the canonical intent
     the detector reads), ``value`` the parsed body, ``dialect`` its dialect and ``fmt``
     the provider error shape of a refusal. ``session`` is the breaker session (``None``:
-    the request is not counted) and ``fingerprint`` what the breaker counts it by.
+    the request is not counted) and :attr:`fingerprint` what the breaker counts it by.
     ``streaming`` says whether the answer streams. ``retry`` marks a retry of an attempt
     that failed upstream (its backoff respected), ``retry_noted`` the loop that attempt
     was noted for. ``key`` is the cache key of a request :meth:`named` by the caller
@@ -78,10 +78,23 @@ class PreparedRequest:
     context: RequestContext
     streaming: bool
     session: str | None
-    fingerprint: int
     retry: bool = False
     retry_noted: Loop | None = None
     key: RequestKey | None = None
+    _fingerprint: int | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def fingerprint(self) -> int:
+        """What the breaker counts the request by: the fingerprint of its intent and
+        path (:func:`loopfuse.intent.fingerprint`), with its sampling identity folded in
+        (another seed or ``n`` is another request), or the name it was given
+        (:meth:`named`). Computed when first asked: a request that no breaker counts
+        and no retry can follow is never hashed."""
+        found = self._fingerprint
+        if found is None:
+            found = _fingerprint_of(self.analysis, self.value, self.context.path)
+            object.__setattr__(self, "_fingerprint", found)  # frozen: computed once, kept
+        return found
 
     @property
     def identity(self) -> str:
@@ -103,7 +116,7 @@ class PreparedRequest:
         >>> prepared.named(7).fingerprint, prepared.named(7).key.value
         (7, 7)
         """
-        return replace(self, fingerprint=identity, key=RequestKey(identity))
+        return replace(self, key=RequestKey(identity), _fingerprint=identity)
 
     def owner(self) -> str:
         """Whose notes these are: the session, else the conversation (how it opens), so
@@ -162,15 +175,18 @@ def prepare(
     path = context.path
     fmt = error_format(path, dialect)
     session, junk = resolve_session(context.session_id, value, fmt, shared_session)
-    fingerprint = fingerprint_canonical(canon, path)
+    streaming = context.streaming
+    if streaming is None:
+        streaming = _facts.is_streaming(value, path, dialect)
+    return PreparedRequest(analysis, value, dialect, fmt, context, streaming, session), junk
+
+
+def _fingerprint_of(analysis: Analysis, value: dict[str, Any], path: str) -> int:
+    """The breaker's fingerprint of a request :func:`prepare` read."""
+    assert analysis.intent is not None  # prepare makes no PreparedRequest without one
+    fingerprint = fingerprint_canonical(analysis.intent, path)
     sampling = _facts.sampling_identity(value)
     if sampling is not None:  # another seed or n: another request for the breaker
         material = fingerprint.to_bytes(8, "little") + canonical_json(sampling)
         fingerprint = int.from_bytes(blake3(material).digest(8), "little")
-    streaming = context.streaming
-    if streaming is None:
-        streaming = _facts.is_streaming(value, path, dialect)
-    prepared = PreparedRequest(
-        analysis, value, dialect, fmt, context, streaming, session, fingerprint
-    )
-    return prepared, junk
+    return fingerprint

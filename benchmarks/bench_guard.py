@@ -39,19 +39,19 @@ def fresh_contexts() -> Callable[[], RequestContext]:
     return lambda: RequestContext(path=PATH, session_id=f"run-{next(numbers)}")
 
 
-def transport_request(body: bytes) -> Callable[[], object]:
+def transport_requests(body: bytes) -> tuple[Callable[[], object], Callable[[], object]]:
     """One request (no session: the breaker counts none) through ``GuardTransport`` (the
-    default guard) on a mock transport."""
+    default guard) on a mock transport, and the same request to the mock alone."""
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
 
-    transport = GuardTransport(httpx2.MockTransport(answer), mode="refuse")
+    mock = httpx2.MockTransport(answer)
+    transport = GuardTransport(mock, mode="refuse")
     url = "https://api.example/v1/chat/completions"
-    request = httpx2.Request(
-        "POST", url, content=body, headers={"content-type": "application/json"}
-    )
-    return lambda: transport.handle_request(request)
+    headers = {"content-type": "application/json"}
+    request = httpx2.Request("POST", url, content=body, headers=headers)
+    return (lambda: transport.handle_request(request)), (lambda: mock.handle_request(request))
 
 
 def main() -> None:
@@ -66,6 +66,7 @@ def main() -> None:
     held = intent.analyse(body, ignore=IGNORED_PARAMS).parsed_intent
     plain = RequestContext(path=PATH)
     fresh, fresh_default, fresh_watched = fresh_contexts(), fresh_contexts(), fresh_contexts()
+    guarded, unguarded = transport_requests(body)
     candidates: dict[str, Callable[[], object]] = {
         "json.loads (baseline)": lambda: json.loads(body),
         "Guard(breaker=None, detector=None).check": lambda: bare.check(body, plain),
@@ -73,7 +74,8 @@ def main() -> None:
         "  same, on_event set (one event a request)": lambda: watched.check(body, fresh_watched()),
         "Guard().check, no session": lambda: default.check(body, plain),
         "Guard().check, fresh session": lambda: default.check(body, fresh_default()),
-        "GuardTransport(mock), no session": transport_request(body),
+        "GuardTransport(mock), no session": guarded,
+        "  the mock transport alone (reference)": unguarded,
         "intent.analyse (reference: the one parse)": lambda: intent.analyse(
             body, ignore=IGNORED_PARAMS
         ),

@@ -439,6 +439,24 @@ def test_a_request_no_breaker_counts_is_never_hashed(monkeypatch: pytest.MonkeyP
     assert len(hashed) == 1  # once, however often it is read
 
 
+def test_a_step_that_fails_late_leaves_one_decision_event(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from loopfuse.guard import request
+
+    def broken(canon: bytes, path: str) -> int:
+        raise RuntimeError("no hash today")
+
+    monkeypatch.setattr(request, "fingerprint_canonical", broken)
+    events: list[GuardEvent] = []
+    guard = Guard(breaker=None, mode="note", on_event=events.append)
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        decisions = [guard.check(chat(*stuck_turns(n))) for n in range(1, 6)]
+    assert decisions[-1].error == "RuntimeError('no hash today')"  # the note's Attempt failed
+    assert [e.action for e in events if e.action in DECISIONS] == ["request_forwarded"] * 5
+    assert [e.action for e in events].count("fail_open") == guard.internal_errors > 0
+
+
 # --- provider shapes -----------------------------------------------------------------
 
 

@@ -514,8 +514,9 @@ class Guard:
                 else:
                     message = _failed_message(counted.error)
                     failed = Loop("guard_failed", "breaker", message=message)
+                    decision = self._decided(prepared, "refuse", failed)
                     self._about("fail_closed", "breaker", prepared, failed, counted.error)
-                    return self._decided(prepared, "refuse", failed)
+                    return decision
             else:
                 loop = counted.loop
         if loop is None and prepared.retry_noted is not None:
@@ -534,29 +535,43 @@ class Guard:
             return self._refuse(prepared, replace(loop, message=f"{loop.message} {_IGNORED_NOTE}"))
         return self._note(prepared, loop)
 
+    # Each way out says its decision once it is made: a step that fails before it (the
+    # request then fails open or closed) leaves one decision event, not two.
+
     def _refuse(self, prepared: PreparedRequest, loop: Loop) -> GuardDecision:
+        decision = self._decided(prepared, "refuse", loop)
         self._about("loop_refused", loop.guard, prepared, loop)
-        return self._decided(prepared, "refuse", loop)
+        return decision
 
     def _note(self, prepared: PreparedRequest, loop: Loop) -> GuardDecision:
         noted = add_note(prepared.value, prepared.fmt, f"[loopfuse] {loop.message}")
         if noted is None:  # no place for a note in this body: warn stops, note lets it go
             return self._refuse(prepared, loop) if self.mode == "warn" else self._forward(prepared)
+        decision = self._decided(prepared, "note", loop, noted)
         self._about("loop_noted", loop.guard, prepared, loop)
-        return self._decided(prepared, "note", loop, noted)
+        return decision
 
     def _forward(self, prepared: PreparedRequest) -> GuardDecision:
-        self._about("request_forwarded", "guard", prepared)
         if self.cache is None:
-            return self._decided(prepared, "forward", None, cache_reason="no cache is configured")
-        chosen, key = cache_plan.forwarded(
-            prepared, self.cache_streams, self.cache_sampled, self.cache_namespace
-        )
-        if chosen.junk:
-            self._fallbacks(chosen.junk, prepared.context.integration)
-        return self._decided(
-            prepared, "forward", None, cache=chosen.use, cache_key=key, cache_reason=chosen.reason
-        )
+            decision = self._decided(
+                prepared, "forward", None, cache_reason="no cache is configured"
+            )
+        else:
+            chosen, key = cache_plan.forwarded(
+                prepared, self.cache_streams, self.cache_sampled, self.cache_namespace
+            )
+            if chosen.junk:
+                self._fallbacks(chosen.junk, prepared.context.integration)
+            decision = self._decided(
+                prepared,
+                "forward",
+                None,
+                cache=chosen.use,
+                cache_key=key,
+                cache_reason=chosen.reason,
+            )
+        self._about("request_forwarded", "guard", prepared)
+        return decision
 
     def _decided(
         self,

@@ -18,11 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conversation_bodies import conversations
-from loopfuse import intent
+from loopfuse import Guard, GuardDecision, RequestContext, intent
 from loopfuse.cli.config import Settings, guard_of
 from loopfuse.cli.decisions import FakeClock, scan_source
 from loopfuse.cli.readers import read_bytes
-from loopfuse.integrations import Guard, GuardDecision
 
 CONFIGS = {
     "all guards, strict": Settings(max_repeats=1, max_strikes=1, cache_ttl=5.0, mode="refuse"),
@@ -56,9 +55,9 @@ def reference_transcript(body: dict[str, Any], is_request: bool, config: Setting
     out: list[Outcome] = []
     for number, cut in enumerate(cuts, start=1):
         clock.now = (number - 1) * config.turn_seconds
-        decision = guard.check({**body, found.key: items[:cut]}, path=config.path)
+        decision = guard.check({**body, found.key: items[:cut]}, RequestContext(path=config.path))
         action = serve(guard, decision, number)
-        out.append((action, decision.code if action == "refuse" else None, decision.count))
+        out.append((action, decision.kind if action == "refuse" else None, decision.count))
     return out
 
 
@@ -180,12 +179,12 @@ def reference_log(lines: list[dict[str, Any]], config: Settings) -> list[Outcome
         else:
             now = now + config.turn_seconds if time is None else max(now, time)
         clock.now = now
-        decision = guard.check(POOL[line["body"]], session_id=line.get("session"))
+        decision = guard.check(POOL[line["body"]], RequestContext(session_id=line.get("session")))
         status = line.get("status")
         action = serve(guard, decision, number, stored=status in (None, 200))
         if action == "forward" and status is not None:
             guard.outcome(decision, status)
-        out.append((action, decision.code if action == "refuse" else None, decision.count))
+        out.append((action, decision.kind if action == "refuse" else None, decision.count))
     return out
 
 

@@ -20,7 +20,7 @@ def test_an_event_is_frozen_and_its_actions_are_known() -> None:
         event.count = 5  # type: ignore[misc]
     assert "loop_refused" in ACTIONS
     assert "cache_bypass" in ACTIONS
-    assert len(ACTIONS) == 10
+    assert len(ACTIONS) == 11
 
 
 def test_a_sink_counts_what_its_callback_raises_and_logs_it_once(

@@ -1,7 +1,9 @@
-"""The guard every integration shares: decisions, provider shapes, notes. No third party."""
+"""The guard every integration shares: decisions, its public API, provider shapes, notes.
+No third party."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -11,11 +13,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FakeClock
-from loopfuse import ConfigError, DedupCache, LoopBreaker, RequestKey, intent
-from loopfuse.integrations import DEFAULT, Guard, MissingExtraError
+from loopfuse import (
+    ConfigError,
+    DedupCache,
+    Guard,
+    GuardEvent,
+    InvalidInputError,
+    Loop,
+    LoopBreaker,
+    PreparedRequest,
+    RequestContext,
+    RequestKey,
+    intent,
+)
+from loopfuse.guard import DEFAULT
+from loopfuse.guard.guard import build_guard
+from loopfuse.integrations import MissingExtraError
 from loopfuse.integrations._extras import require
 from loopfuse.integrations._facts import is_streaming
-from loopfuse.integrations._guard import build_guard
 from loopfuse.integrations._notes import add_note
 from loopfuse.integrations._shapes import error_body, error_format
 
@@ -50,13 +65,15 @@ def test_default_guard_has_a_breaker_and_the_loop_detector_and_no_cache() -> Non
 def test_the_detector_refuses_a_conversation_that_ends_in_a_loop() -> None:
     guard = Guard(breaker=None)
     for n in range(1, 10):
-        decision = guard.check(json.dumps(chat(*stuck_turns(n))).encode(), path=CHAT)
+        decision = guard.check(
+            json.dumps(chat(*stuck_turns(n))).encode(), RequestContext(path=CHAT)
+        )
         if decision.refused:
             break
     else:
         pytest.fail("never refused")
     assert n > 1
-    assert decision.code == "repeat"
+    assert decision.kind == "repeat"
     assert decision.count == n
     assert decision.signature is not None
     assert decision.signature.startswith("bash:")
@@ -66,30 +83,32 @@ def test_the_detector_refuses_a_conversation_that_ends_in_a_loop() -> None:
     assert "`bash`" in decision.message
     # A user turn after the loop ends it: the same history plus a new question passes.
     later = chat(*stuck_turns(n), {"role": "user", "content": "Try cmake instead."})
-    assert guard.check(later, path=CHAT).action == "forward"
+    assert guard.check(later, RequestContext(path=CHAT)).action == "forward"
 
 
 def test_the_breaker_counts_per_session_and_can_be_skipped(clock: FakeClock) -> None:
     guard = Guard(breaker=LoopBreaker(window=10, max_repeats=2, clock=clock), detector=None)
     body = chat({"role": "user", "content": "hi"})
-    decisions = [guard.check(body, session_id="a") for _ in range(3)]
+    decisions = [guard.check(body, RequestContext(session_id="a")) for _ in range(3)]
     assert [d.action for d in decisions] == ["forward", "forward", "refuse"]
     assert decisions[2].count == 3
     assert decisions[2].signature == f"{intent.fingerprint(body):016x}"
-    assert guard.check(body, session_id="b").action == "forward"
-    assert guard.check(body, session_id=None).action == "forward"  # no session: no breaker
+    assert guard.check(body, RequestContext(session_id="b")).action == "forward"
+    assert (
+        guard.check(body, RequestContext(session_id=None)).action == "forward"
+    )  # no session: no breaker
     clock.advance(10)
-    assert guard.check(body, session_id="a").action == "forward"
+    assert guard.check(body, RequestContext(session_id="a")).action == "forward"
 
 
 def test_note_mode_returns_the_noted_body_and_leaves_the_original_alone() -> None:
     guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), mode="note")
     body = chat({"role": "user", "content": "hi"})
     snapshot = json.dumps(body)
-    guard.check(body, session_id="s")
-    decision = guard.check(body, session_id="s")
+    guard.check(body, RequestContext(session_id="s"))
+    decision = guard.check(body, RequestContext(session_id="s"))
     assert decision.action == "note"
-    assert decision.code == "repeated_request"
+    assert decision.kind == "repeated_request"
     assert isinstance(decision.value, dict)
     assert decision.value["messages"][-1]["content"].startswith("hi\n\n[loopfuse] Loop detected")
     assert json.dumps(body) == snapshot
@@ -102,7 +121,7 @@ def test_the_cache_key_keeps_streams_endpoints_and_parameters_apart() -> None:
     body = chat({"role": "user", "content": "hi"})
 
     def key(value: dict[str, Any], scope: str = "https://a:") -> RequestKey | None:
-        return guard.check(value, path=CHAT, scope=scope).cache_key
+        return guard.check(value, RequestContext(path=CHAT, scope=scope)).cache_key
 
     assert key(body) is not None
     assert key(body) == key({**body, "user": "u-1"})  # not a parameter of the answer
@@ -132,7 +151,7 @@ def test_the_cache_key_keeps_streams_endpoints_and_parameters_apart() -> None:
 def test_junk_is_forwarded_or_fails_open(body: Any, caplog: pytest.LogCaptureFixture) -> None:
     guard = Guard(breaker=LoopBreaker(max_repeats=0), cache=DedupCache())
     with caplog.at_level(logging.WARNING, logger="loopfuse"):
-        decision = guard.check(body, path=CHAT)
+        decision = guard.check(body, RequestContext(path=CHAT))
     assert decision.action == "forward"
     assert guard.internal_errors == len(caplog.records)
 
@@ -149,9 +168,9 @@ JSON_VALUES = st.recursive(
 def test_any_json_value_gives_a_decision(value: Any) -> None:
     guard = Guard(cache=DedupCache(), fail_closed=True)
     for body in (value, {"messages": value}, {"model": "m", "messages": [value]}, {"input": value}):
-        decision = guard.check(body, path=CHAT)
+        decision = guard.check(body, RequestContext(path=CHAT))
         assert decision.action in ("forward", "refuse")
-        assert decision.code != "guard_failed", decision.error
+        assert decision.kind != "guard_failed", decision.error
 
 
 def test_a_failing_guard_fails_closed_when_asked(caplog: pytest.LogCaptureFixture) -> None:
@@ -163,12 +182,14 @@ def test_a_failing_guard_fails_closed_when_asked(caplog: pytest.LogCaptureFixtur
 
     body = chat({"role": "user", "content": "hi"})
     with caplog.at_level(logging.WARNING, logger="loopfuse"):
-        opened = Guard(detector=Broken()).check(body, path="/v1/messages")
-        closed = Guard(detector=Broken(), fail_closed=True).check(body, path="/v1/messages")
+        opened = Guard(detector=Broken()).check(body, RequestContext(path="/v1/messages"))
+        closed = Guard(detector=Broken(), fail_closed=True).check(
+            body, RequestContext(path="/v1/messages")
+        )
     assert opened.action == "forward"
     assert opened.error == "RuntimeError('boom')"
     assert closed.refused
-    assert closed.code == "guard_failed"
+    assert closed.kind == "guard_failed"
     assert closed.fmt == "anthropic"
     assert len(caplog.records) == 2
 
@@ -183,6 +204,257 @@ def test_configuration_errors() -> None:
     assert build_guard(None, {"breaker": None}).breaker is None
     with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[langchain\]'"):
         require("no_such_module_anywhere", "nor.this.one", extra="langchain", what="X")
+
+
+# --- the public API: one request context, the two-step decision, an event for each ------
+
+DECISIONS = ("request_forwarded", "loop_noted", "loop_refused", "fail_closed")
+
+
+def ask(text: str, **extra: Any) -> dict[str, Any]:
+    return chat({"role": "user", "content": text}, **extra)
+
+
+class BrokenScanner:
+    def scan(self, body: object) -> Any:
+        raise RuntimeError("boom")
+
+    scan_intent = scan
+
+
+def test_check_is_prepare_then_decide() -> None:
+    context = RequestContext(path=CHAT, session_id="s")
+    one = Guard(breaker=LoopBreaker(max_repeats=2, clock=lambda: 0.0))
+    two = Guard(breaker=LoopBreaker(max_repeats=2, clock=lambda: 0.0))
+    for n in range(1, 6):
+        body = chat(*stuck_turns(n))
+        checked = one.check(body, context)
+        prepared = two.prepare(body, context)
+        assert isinstance(prepared, PreparedRequest)
+        assert prepared.context is context
+        decided = two.decide(prepared)
+        assert (checked.action, checked.loop, checked.session) == (
+            decided.action,
+            decided.loop,
+            decided.session,
+        )
+    assert Guard().prepare(b'{"not": "an LLM request"}') is None
+
+
+def test_adecide_is_decide_for_asyncio() -> None:
+    guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), detector=None)
+    prepared = guard.prepare(ask("again?"), RequestContext(session_id="s"))
+    assert prepared is not None
+
+    async def twice() -> list[str]:
+        return [(await guard.adecide(prepared)).action for _ in range(2)]
+
+    assert asyncio.run(twice()) == ["forward", "refuse"]
+
+
+def test_a_context_that_is_not_one_is_a_misuse_not_a_failure() -> None:
+    guard = Guard()
+    for wrong in ("/v1/chat/completions", {"path": CHAT}):
+        with pytest.raises(InvalidInputError, match="context must be a RequestContext"):
+            guard.check(ask("hi"), wrong)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="context must be a RequestContext"):
+            guard.prepare(ask("hi"), wrong)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        guard.check(ask("hi"), path=CHAT)  # type: ignore[call-arg]
+    assert guard.internal_errors == 0
+
+
+def test_a_request_named_by_its_identity_is_counted_and_cached_under_it() -> None:
+    guard = Guard(
+        breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), detector=None, cache=DedupCache()
+    )
+    context = RequestContext(path=CHAT, session_id="s")
+    first = guard.prepare(ask("one"), context)
+    other = guard.prepare(ask("another question"), context)
+    assert first is not None
+    assert other is not None
+    assert first.fingerprint != other.fingerprint
+    assert guard.decide(first.named(7)).action == "forward"
+    decision = guard.decide(other.named(7))  # another body, the same name: a repeat
+    assert (decision.action, decision.kind, decision.signature) == (
+        "refuse",
+        "repeated_request",
+        f"{7:016x}",
+    )
+    keyed = guard.decide(first.named(8)).cache_key
+    assert keyed is not None
+    assert guard.decide(other.named(9)).cache_key != keyed
+    unscoped = RequestContext(path=CHAT)  # no session: the breaker does not count it
+    renamed = guard.prepare(ask("another question"), unscoped)
+    assert renamed is not None
+    assert guard.decide(renamed.named(8)).cache_key == keyed  # the cache knows it by name
+    assert first.named(8).fingerprint == 8
+    assert first.fingerprint != 8  # named is a copy
+    with pytest.raises(InvalidInputError):
+        first.named(-1)
+
+
+def test_the_decision_holds_the_loop_found() -> None:
+    breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
+    guard = Guard(breaker=breaker, detector=None)
+    body = ask("again?", user="u-1")
+    guard.check(body)
+    refused = guard.check(body)
+    assert refused.loop == Loop(
+        "repeated_request",
+        "breaker",
+        f"{intent.fingerprint(body):016x}",
+        2,
+        (),
+        refused.loop.message if refused.loop else "",
+    )
+    assert (refused.kind, refused.count, refused.tool_names) == ("repeated_request", 2, ())
+    assert refused.message is not None
+    assert refused.message.startswith("Loop detected")
+    found = None
+    detecting = Guard(breaker=None)
+    for n in range(1, 10):
+        found = detecting.check(chat(*stuck_turns(n)), RequestContext(path=CHAT))
+        if found.refused:
+            break
+    assert found is not None
+    assert found.loop is not None
+    assert (found.loop.guard, found.loop.kind, found.loop.tool_names) == (
+        "detector",
+        "repeat",
+        ("bash",),
+    )
+    assert (
+        found.loop
+        == detecting.detector.scan_intent(  # type: ignore[union-attr]
+            intent.extract_intent(chat(*stuck_turns(n)))
+        ).loop
+    )
+    forwarded = Guard().check(ask("hi"))
+    assert (forwarded.loop, forwarded.kind, forwarded.message, forwarded.signature) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    closed = Guard(detector=BrokenScanner(), fail_closed=True).check(ask("hi"))
+    assert closed.loop is not None
+    assert (closed.loop.kind, closed.loop.guard) == ("guard_failed", "guard")
+    assert closed.loop.message.startswith("loopfuse: request refused because the loop guard")
+
+
+def test_a_scanner_of_the_callers_without_a_message_gets_one() -> None:
+    class Terse:
+        def scan(self, body: object) -> Any:
+            return self.scan_intent(body)
+
+        def scan_intent(self, intent: object) -> Any:
+            class Found:
+                loop = Loop("my_signal", "detector", "x", 2)
+
+            return Found()
+
+    decision = Guard(detector=Terse(), breaker=None).check(ask("hi"))
+    assert decision.refused
+    assert decision.message == "loopfuse: loop detected (my_signal)"
+
+
+def test_the_repr_of_a_decision_leaves_the_conversation_out() -> None:
+    secret = "my password is hunter2"
+    decision = Guard(breaker=None).check(ask(secret))
+    assert decision.value is not None
+    assert secret not in repr(decision)
+    assert "action='forward'" in repr(decision)
+    noted = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), mode="note")
+    noted.check(ask(secret), RequestContext(session_id="s"))
+    assert secret not in repr(noted.check(ask(secret), RequestContext(session_id="s")))
+
+
+def test_every_decision_is_one_event_so_a_refusal_rate_has_a_denominator(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    events: list[GuardEvent] = []
+    guard = Guard(
+        breaker=LoopBreaker(max_repeats=2, clock=lambda: 0.0), mode="warn", on_event=events.append
+    )
+    context = RequestContext(path=CHAT, session_id="s", integration="test")
+    bodies: list[object] = [ask("hi"), ask("hi"), ask("hi"), ask("hi"), b"not json", 42]
+    bodies += [chat(*stuck_turns(n)) for n in range(1, 8)]
+    decisions = [guard.check(body, context) for body in bodies]
+    closed = Guard(detector=BrokenScanner(), fail_closed=True, on_event=events.append)
+    opened = Guard(detector=BrokenScanner(), on_event=events.append)
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        decisions += [closed.check(ask("x"), context), opened.check(ask("x"), context)]
+    decided = [e for e in events if e.action in DECISIONS]
+    assert len(decided) == len(decisions)
+    assert [e.action for e in decided] == [
+        {"forward": "request_forwarded", "note": "loop_noted", "refuse": "loop_refused"}[d.action]
+        if d.kind != "guard_failed"
+        else "fail_closed"
+        for d in decisions
+    ]
+    assert {e.integration for e in events} == {"test"}
+    assert [e.action for e in events].count("fail_open") == 1
+    forwarded = [e for e in decided if e.action == "request_forwarded"]
+    assert all(e.guard == "guard" and e.loop is None for e in forwarded)
+    assert [e.reason for e in forwarded].count("not checked") == 2  # not LLM requests
+    assert all(e.loop is not None for e in decided if e.action != "request_forwarded")
+
+
+def test_events_are_only_built_with_a_callback_and_the_rest_is_counted() -> None:
+    guard = Guard()
+    assert not guard.events.enabled
+    guard.check(ask("hi"))
+    guard.internal_error(RuntimeError("a cache store failed after the answer was served"))
+    assert guard.internal_errors == 1
+    events: list[GuardEvent] = []
+    watched = Guard(on_event=events.append)
+    watched.internal_error(RuntimeError("late"), "httpx")
+    [event] = events  # no request was decided: no request_forwarded
+    assert (event.action, event.kind, event.reason) == (
+        "fail_open",
+        "guard_failed",
+        "RuntimeError('late')",
+    )
+
+
+def test_a_request_no_breaker_counts_is_never_hashed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopfuse.guard import request
+
+    hashed: list[bytes] = []
+    real = request.fingerprint_canonical
+    monkeypatch.setattr(
+        request,
+        "fingerprint_canonical",
+        lambda canon, path: hashed.append(canon) or real(canon, path),
+    )
+    for guard in (Guard(breaker=None), Guard()):  # no breaker; a breaker but no session
+        decision = guard.check(ask("hi"))
+        assert (decision.action, decision.attempt) == ("forward", None)
+        guard.outcome(decision, 429)  # nothing to retry: nothing remembered
+    assert hashed == []
+    counted = Guard().check(ask("hi"), RequestContext(session_id="s"))
+    assert counted.attempt is not None
+    assert counted.attempt.fingerprint == intent.fingerprint(ask("hi"))
+    assert len(hashed) == 1  # once, however often it is read
+
+
+def test_a_step_that_fails_late_leaves_one_decision_event(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from loopfuse.guard import request
+
+    def broken(canon: bytes, path: str) -> int:
+        raise RuntimeError("no hash today")
+
+    monkeypatch.setattr(request, "fingerprint_canonical", broken)
+    events: list[GuardEvent] = []
+    guard = Guard(breaker=None, mode="note", on_event=events.append)
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        decisions = [guard.check(chat(*stuck_turns(n))) for n in range(1, 6)]
+    assert decisions[-1].error == "RuntimeError('no hash today')"  # the note's Attempt failed
+    assert [e.action for e in events if e.action in DECISIONS] == ["request_forwarded"] * 5
+    assert [e.action for e in events].count("fail_open") == guard.internal_errors > 0
 
 
 # --- provider shapes -----------------------------------------------------------------

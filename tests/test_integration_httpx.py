@@ -18,8 +18,8 @@ import pytest
 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
-from loopfuse import ConfigError, DedupCache, LoopBreaker  # noqa: E402
-from loopfuse.integrations import Guard, MissingExtraError, _extras  # noqa: E402
+from loopfuse import ConfigError, DedupCache, Guard, LoopBreaker  # noqa: E402
+from loopfuse.integrations import MissingExtraError, _extras  # noqa: E402
 from loopfuse.integrations.httpx import AsyncGuardTransport, GuardTransport  # noqa: E402
 
 CHAT = "https://llm.example/v1/chat/completions"
@@ -225,6 +225,21 @@ def test_bad_configuration_is_a_config_error() -> None:
         GuardTransport(inner, breaker=5)  # type: ignore[typeddict-item]
     with pytest.raises(ConfigError, match="detector"):
         GuardTransport(inner, detector=object())  # type: ignore[typeddict-item]
+
+
+def test_an_inner_that_is_not_a_transport_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"GuardTransport needs the transport .*handle_request"):
+        GuardTransport(None)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"handle_request\(\)\), not 'https://llm.example'"):
+        GuardTransport("https://llm.example")  # type: ignore[arg-type]
+
+    class SyncOnly:
+        def handle_request(self, request: Any) -> Any:
+            raise AssertionError("never called")
+
+    with pytest.raises(ConfigError, match="handle_async_request"):
+        AsyncGuardTransport(SyncOnly())  # type: ignore[arg-type]
+    assert GuardTransport(SyncOnly()).inner is not None  # type: ignore[arg-type]
 
 
 def test_a_missing_http_library_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:

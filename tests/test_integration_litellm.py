@@ -19,8 +19,8 @@ from litellm.caching.dual_cache import DualCache  # noqa: E402
 from litellm.proxy._types import UserAPIKeyAuth  # noqa: E402
 
 from dialect_rules import check_openai_chat  # noqa: E402
-from loopfuse import ConfigError, DedupCache, LoopBreaker  # noqa: E402
-from loopfuse.integrations import Guard, MissingExtraError, _extras, loop_message  # noqa: E402
+from loopfuse import ConfigError, DedupCache, Guard, LoopBreaker  # noqa: E402
+from loopfuse.integrations import MissingExtraError, _extras, loop_message  # noqa: E402
 from loopfuse.integrations.httpx import GuardTransport  # noqa: E402
 from loopfuse.integrations.litellm import LoopfuseHandler, LoopRefusedError  # noqa: E402
 

@@ -18,7 +18,7 @@ import pytest
 openai = pytest.importorskip("openai", reason="the openai extra is not installed")
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
-from loopfuse.integrations import Guard  # noqa: E402
+from loopfuse import Guard  # noqa: E402
 from loopfuse.integrations.httpx import GuardTransport  # noqa: E402
 
 IGNORED = "went on after loopfuse's note"

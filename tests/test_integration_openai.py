@@ -18,8 +18,7 @@ import pytest
 openai = pytest.importorskip("openai", reason="the openai extra is not installed")
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
-from loopfuse import DedupCache, LoopBreaker  # noqa: E402
-from loopfuse.integrations import Guard  # noqa: E402
+from loopfuse import DedupCache, Guard, LoopBreaker  # noqa: E402
 from loopfuse.integrations.httpx import AsyncGuardTransport, GuardTransport  # noqa: E402
 
 LIBRARIES = ["httpx2", "httpx"]

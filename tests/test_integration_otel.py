@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from loopfuse import DedupCache, GuardEvent, LoopBreaker
-from loopfuse.integrations import Guard, MissingExtraError, _extras
+from loopfuse import DedupCache, Guard, GuardEvent, LoopBreaker, RequestContext
+from loopfuse.integrations import MissingExtraError, _extras
 from loopfuse.integrations.otel import OpenTelemetryEvents
 
 
@@ -50,7 +50,9 @@ def test_a_noted_then_refused_loop_is_two_guardrail_spans_and_two_counts() -> No
     breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
     guard = Guard(breaker=breaker, detector=None, mode="warn", on_event=telemetry.callback)
     body = {"model": "m", "messages": [{"role": "user", "content": "again?"}], "user": "u-1"}
-    actions = [guard.check(body, path="/v1/chat/completions").action for _ in range(3)]
+    actions = [
+        guard.check(body, RequestContext(path="/v1/chat/completions")).action for _ in range(3)
+    ]
     assert actions == ["forward", "note", "refuse"]
     noted, refused = telemetry.spans.get_finished_spans()
     for span, verdict in ((noted, "modify"), (refused, "deny")):
@@ -68,7 +70,11 @@ def test_a_noted_then_refused_loop_is_two_guardrail_spans_and_two_counts() -> No
         assert event.attributes["gen_ai.guardrail.decision.type"] == verdict
         assert event.attributes["gen_ai.guardrail.explanation"].startswith("Loop detected")
     assert refused.attributes["loopfuse.count"] == 3
-    assert telemetry.counts() == {("breaker", "loop_noted"): 1, ("breaker", "loop_refused"): 1}
+    assert telemetry.counts() == {
+        ("guard", "request_forwarded"): 1,
+        ("breaker", "loop_noted"): 1,
+        ("breaker", "loop_refused"): 1,
+    }
 
 
 def test_cache_events_are_counted_not_traced_and_sessions_are_opt_in() -> None:
@@ -79,6 +85,7 @@ def test_cache_events_are_counted_not_traced_and_sessions_are_opt_in() -> None:
         guard.cache_event(decision, outcome)
     assert telemetry.spans.get_finished_spans() == ()
     assert telemetry.counts() == {
+        ("guard", "request_forwarded"): 1,
         ("cache", "cache_miss"): 1,
         ("cache", "cache_hit"): 2,
         ("cache", "cache_bypass"): 1,

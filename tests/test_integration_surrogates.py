@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from loopfuse import LoopBreaker, RequestKey, intent, scan
-from loopfuse.integrations import Guard
+from loopfuse import Guard, LoopBreaker, RequestContext, RequestKey, intent, scan
 from loopfuse.integrations.httpx import AsyncGuardTransport, GuardTransport
 
 CHAT = "https://llm.example/v1/chat/completions"
@@ -110,8 +109,8 @@ def test_every_request_path_entry_point_takes_a_lone_surrogate() -> None:
         assert RequestKey.from_request(body, "/v1/chat/completions") is not None
         assert scan(body).ok
     guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), detector=None)
-    first = guard.check(BODY, path="/v1/chat/completions", session_id="s")
-    second = guard.check(BODY, path="/v1/chat/completions", session_id="s")
+    first = guard.check(BODY, RequestContext(path="/v1/chat/completions", session_id="s"))
+    second = guard.check(BODY, RequestContext(path="/v1/chat/completions", session_id="s"))
     assert first.action == "forward"
     assert second.action in ("note", "refuse")
 
@@ -157,13 +156,12 @@ def test_a_note_that_cannot_be_written_sends_the_body_as_sent() -> None:
     from dataclasses import replace
 
     httpx2 = library("httpx2")
-    from loopfuse.integrations._http import TransportCore
 
     guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), detector=None, mode="warn")
-    guard.check(BODY, path="/v1/chat/completions", session_id="s")
-    noted = guard.check(BODY, path="/v1/chat/completions", session_id="s")
+    guard.check(BODY, RequestContext(path="/v1/chat/completions", session_id="s"))
+    noted = guard.check(BODY, RequestContext(path="/v1/chat/completions", session_id="s"))
     assert noted.action == "note"
     request = httpx2.Request("POST", CHAT, content=BODY)
     unwritable = replace(noted, value={"messages": [{"content": {1, 2}}]})  # no JSON for a set
-    assert TransportCore.outgoing(request, unwritable) is request
-    assert json.loads(TransportCore.outgoing(request, noted).content) == noted.value
+    assert GuardTransport.outgoing(request, unwritable) is request
+    assert json.loads(GuardTransport.outgoing(request, noted).content) == noted.value

@@ -18,8 +18,8 @@ openai = pytest.importorskip("openai", reason="the openai extra is not installed
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
 from conftest import FakeClock, laps  # noqa: E402
-from loopfuse import GuardEvent, LoopBreaker  # noqa: E402
-from loopfuse.integrations import Guard, loop_message  # noqa: E402
+from loopfuse import Guard, GuardEvent, LoopBreaker  # noqa: E402
+from loopfuse.integrations import loop_message  # noqa: E402
 from loopfuse.integrations.httpx import AsyncGuardTransport, GuardTransport  # noqa: E402
 
 QUESTION = [{"role": "user", "content": "hi"}]
@@ -102,7 +102,7 @@ def test_a_junk_end_user_falls_back_and_is_counted(clock: FakeClock) -> None:
         client.chat.completions.create(model="gpt-4o", messages=QUESTION, user=42)  # type: ignore[arg-type]
     assert len(upstream.bodies) == 7  # no usable session: not counted, never refused
     assert client.guard.input_fallbacks == 7
-    assert {e.action for e in events} == {"input_fallback"}
+    assert {e.action for e in events} == {"input_fallback", "request_forwarded"}
     assert events[0].reason == "user is a int, not a non-empty string"
     shared = client_for(Upstream(clock), clock, mode="refuse", shared_session="all")
     for _ in range(5):
@@ -122,7 +122,10 @@ def test_sdk_retries_of_429s_reach_the_upstream_and_the_call_succeeds(
     assert answer.choices[0].message.content == "answer 6"
     assert len(upstream.bodies) == 6  # every attempt reached the upstream, none noted
     assert all(body["messages"] == QUESTION for body in upstream.bodies)
-    assert [e.action for e in events] == ["retry_forgiven"] * 5
+    assert [e.action for e in events] == ["request_forwarded"] + [
+        "retry_forgiven",
+        "request_forwarded",
+    ] * 5
     assert all(e.session == "u-1" for e in events)
     # The answered request, re-sent: counted again (1 was counted; 4 more are allowed),
     # then refused (in "warn" mode, after one more that goes out with a note).
@@ -275,9 +278,11 @@ def test_warn_is_the_default_a_note_first_then_a_refusal(clock: FakeClock) -> No
     assert message is not None
     assert message.startswith("Loop detected: you called `bash`")
     assert message.endswith("This loop went on after loopfuse's note about it, so it was stopped.")
-    assert [e.action for e in events] == ["loop_noted", "loop_refused"]
-    assert events[0].tool_names == ("bash",)
-    assert events[1].count == events[0].count + 1
+    loops = [e for e in events if e.action != "request_forwarded"]
+    assert [e.action for e in loops] == ["loop_noted", "loop_refused"]
+    assert loops[0].tool_names == ("bash",)
+    assert loops[1].count == loops[0].count + 1
+    assert [e.action for e in events].count("request_forwarded") == len(bodies) - 1
 
 
 def test_a_retry_of_a_noted_request_is_noted_again_not_refused(clock: FakeClock) -> None:

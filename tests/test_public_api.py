@@ -53,6 +53,7 @@ PUBLIC_PACKAGES = [
     "loopfuse.detector",
     "loopfuse.dedup",
     "loopfuse.stores",
+    "loopfuse.guard",
     "loopfuse.integrations",
 ]
 DUNDERS = {"__all__", "__doc__", "__file__", "__name__", "__path__", "__version__"}

@@ -25,8 +25,7 @@ from hypothesis import strategies as st
 
 from adversarial_bodies import SHAPES, Shape
 from conftest import run_property
-from loopfuse import LoopBreaker, LoopDetector, RequestKey, intent, scan
-from loopfuse.integrations import Guard
+from loopfuse import Guard, LoopBreaker, LoopDetector, RequestContext, RequestKey, intent, scan
 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
@@ -65,7 +64,7 @@ ENTRY_POINTS: dict[str, tuple[Callable[[bytes], object], int]] = {
     ),
     "loopfuse.scan": (scan, DETECTOR_MULTIPLE),
     "LoopDetector.scan": (lambda body: LoopDetector().scan(body), DETECTOR_MULTIPLE),
-    "Guard.check": (lambda body: Guard().check(body, path=PATH), DETECTOR_MULTIPLE),
+    "Guard.check": (lambda body: Guard().check(body, RequestContext(path=PATH)), DETECTOR_MULTIPLE),
     "GuardTransport request": (send, DETECTOR_MULTIPLE),
 }
 

@@ -272,19 +272,19 @@ def test_an_async_transport_on_a_stalled_redis_never_stalls_the_loop(server: Red
 
 
 def test_a_sync_check_on_an_async_store_is_a_configuration_error(server: RedisServer) -> None:
+    from loopfuse import Guard, RequestContext
     from loopfuse.errors import ConfigError
-    from loopfuse.integrations import Guard
 
     store = AsyncRedisStore.from_url(server.url, timeout=TIMEOUT, key_prefix=unique_prefix())
     guard = Guard(breaker=LoopBreaker(store=store))
     body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
     # Not a request failure to swallow and forward unchecked: a programming error.
     with pytest.raises(ConfigError, match="acheck"):
-        guard.check(body, session_id="s")
+        guard.check(body, RequestContext(session_id="s"))
     assert guard.internal_errors == 0
 
     async def asynchronously() -> str:
-        decision = await guard.acheck(body, session_id="s")
+        decision = await guard.acheck(body, RequestContext(session_id="s"))
         await store.client.aclose()
         return decision.action
 

@@ -6,6 +6,8 @@ Call a guard before every LLM request:
 - :class:`LoopDetector` refuses a tool-call batch (or a cycle of them) repeated with the
   same answers; :func:`scan` gives the same verdict on a whole request body.
 - :class:`DedupCache` answers an identical request from cache instead of paying again.
+- :class:`Guard` runs them all as one decision on a request body (what every
+  integration and ``loopfuse scan`` run): breaker, detector, mode, cache plan.
 - :mod:`loopfuse.intent` turns any OpenAI, Anthropic, Gemini or Ollama request body into
   one canonical intent and fingerprints it.
 - :mod:`loopfuse.events`: every decision as a :class:`GuardEvent`, for your logs, metrics
@@ -59,6 +61,14 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
     )
     from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
     from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent, log_events
+    from loopfuse.guard import (
+        Guard,
+        GuardDecision,
+        PreparedRequest,
+        RequestContext,
+        Scanner,
+        ScanVerdict,
+    )
     from loopfuse.loop import Loop
     from loopfuse.stores import (
         AsyncBreakerStore,
@@ -86,6 +96,8 @@ __all__ = [
     "EventAction",
     "EventCallback",
     "EventSink",
+    "Guard",
+    "GuardDecision",
     "GuardEvent",
     "InvalidInputError",
     "Loop",
@@ -95,9 +107,13 @@ __all__ = [
     "LoopDetected",
     "LoopDetector",
     "LoopfuseError",
+    "PreparedRequest",
     "RepeatOutcome",
     "Replay",
+    "RequestContext",
     "RequestKey",
+    "ScanVerdict",
+    "Scanner",
     "SingleFlightReentryError",
     "SingleFlightTimeoutError",
     "StagnationDetected",
@@ -140,6 +156,8 @@ _LAZY: Final[dict[str, str]] = {
     "EventAction": "loopfuse.events",
     "EventCallback": "loopfuse.events",
     "EventSink": "loopfuse.events",
+    "Guard": "loopfuse.guard",
+    "GuardDecision": "loopfuse.guard",
     "GuardEvent": "loopfuse.events",
     "InvalidInputError": "loopfuse.errors",
     "Loop": "loopfuse.loop",
@@ -149,9 +167,13 @@ _LAZY: Final[dict[str, str]] = {
     "LoopDetected": "loopfuse.detector",
     "LoopDetector": "loopfuse.detector",
     "LoopfuseError": "loopfuse.errors",
+    "PreparedRequest": "loopfuse.guard",
     "RepeatOutcome": "loopfuse.detector",
     "Replay": "loopfuse.detector",
+    "RequestContext": "loopfuse.guard",
     "RequestKey": "loopfuse.dedup",
+    "ScanVerdict": "loopfuse.guard",
+    "Scanner": "loopfuse.guard",
     "SingleFlightReentryError": "loopfuse.dedup",
     "SingleFlightTimeoutError": "loopfuse.dedup",
     "StagnationDetected": "loopfuse.detector",

@@ -413,20 +413,15 @@ class LoopBreaker:
 
     def _emit(self, action: EventAction, decision: LoopDecision) -> None:
         if self.events.enabled:
-            signature = None if decision.fingerprint is None else f"{decision.fingerprint:016x}"
-            kind = "repeated_request" if decision.error is None else "guard_failed"
-            reason = decision.error if decision.error is not None else decision.message
-            event = GuardEvent(
-                action,
-                "breaker",
-                decision.session_id,
-                kind,
-                decision.repeats,
-                (),
-                reason,
-                signature=signature,
+            loop, reason = decision.loop, None  # a refusal: the loop it refused
+            if decision.error is not None:  # a failure: what failed, on which request
+                known = decision.fingerprint
+                signature = "" if known is None else f"{known:016x}"
+                loop = Loop("guard_failed", "breaker", signature, decision.repeats)
+                reason = decision.error
+            self.events.emit(
+                GuardEvent(action, "breaker", decision.session_id, reason=reason, loop=loop)
             )
-            self.events.emit(event)
 
     def _now(self) -> float:
         """The clock's reading, checked (see :func:`~loopfuse._settings.read_clock`)."""

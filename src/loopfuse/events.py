@@ -1,10 +1,11 @@
 """Events: every decision a guard or an integration takes, handed to a callback you give.
 
-One small API for the breaker, the cache, the integrations' ``Guard`` and every
+One small API for the breaker, the cache, :class:`~loopfuse.Guard` and every
 integration: pass ``on_event=callback`` and ``callback`` receives a :class:`GuardEvent`
-(frozen) each time something worth counting happens. loopfuse does no I/O for it: route
-events to your logs, metrics or traces (:mod:`loopfuse.integrations.otel` turns them into
-OpenTelemetry signals).
+(frozen) each time something worth counting happens, a request let through included
+(``request_forwarded``), so that a refusal rate has its denominator. loopfuse does no
+I/O for it: route events to your logs, metrics or traces
+(:mod:`loopfuse.integrations.otel` turns them into OpenTelemetry signals).
 
 A callback that raises never breaks the request it reports on: the error is caught,
 counted (``EventSink.errors``) and logged once on the ``loopfuse`` logger.
@@ -12,8 +13,8 @@ counted (``EventSink.errors``) and logged once on the ``loopfuse`` logger.
 >>> seen = []
 >>> sink = EventSink(seen.append)
 >>> sink.emit(GuardEvent("loop_refused", "detector", kind="repeat", count=4))
->>> seen[0].action, seen[0].guard, seen[0].count
-('loop_refused', 'detector', 4)
+>>> seen[0].action, seen[0].guard, seen[0].count, seen[0].loop.kind
+('loop_refused', 'detector', 4, 'repeat')
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from loopfuse.errors import ConfigError
+from loopfuse.loop import HoldsLoop, Loop
 
 __all__ = [
     "ACTIONS",
@@ -38,6 +40,7 @@ __all__ = [
 logger = logging.getLogger("loopfuse")
 
 EventAction = Literal[
+    "request_forwarded",
     "loop_noted",
     "loop_refused",
     "breaker_tripped",
@@ -51,6 +54,8 @@ EventAction = Literal[
 ]
 """What happened:
 
+- ``request_forwarded``: :class:`~loopfuse.Guard` found no loop and the request went on
+  as it was (the denominator of a refusal rate: see below);
 - ``loop_noted``: a loop was found and the request went on with a note for the model;
 - ``loop_refused``: a loop was found and the request was refused;
 - ``breaker_tripped``: :class:`~loopfuse.LoopBreaker` refused a request (its own event);
@@ -61,44 +66,88 @@ EventAction = Literal[
   through / refused (``reason`` holds the error);
 - ``input_fallback``: an input was junk (a non-string end-user id, a malformed
   ``Cache-Control``, an empty namespace) and its documented fallback applied.
+
+Every request a :class:`~loopfuse.Guard` decides ends in exactly one of
+``request_forwarded``, ``loop_noted``, ``loop_refused`` and ``fail_closed``: their sum
+is the number of requests decided. The others are said besides (``fail_open`` with the
+``request_forwarded`` of the request it let through).
 """
 
 ACTIONS: Final = frozenset(get_args(EventAction))
 """Every :data:`EventAction`."""
 
 
-@dataclass(frozen=True, slots=True)
-class GuardEvent:
-    """One decision, as data: what happened, which guard, and what it was about.
+# No slots: a frozen class with slots lets an assignment to a property (``event.count``)
+# through to a TypeError on CPython 3.11, where every assignment must be refused alike.
+@dataclass(frozen=True, init=False)
+class GuardEvent(HoldsLoop):
+    """One decision, as data: what happened, which guard, and the loop it was about.
 
     ``guard`` is ``"breaker"``, ``"detector"``, ``"cache"`` or ``"guard"`` (the check as a
-    whole: failures, junk inputs). ``session`` is the breaker session the request was
-    counted in (``None`` when it was not counted). ``kind`` is the refusal code or loop
-    kind (``"repeated_request"``, ``"repeat"``, ``"cycle"``, ``"stagnation"``,
-    ``"guard_failed"``, ...), ``count`` how often the loop went round, ``tool_names`` the
-    tools of the looping batch, ``reason`` a sentence (the message for the model, the
-    error, or why the cache was bypassed), ``integration`` where it happened
+    whole: requests let through, failures, junk inputs). ``session`` is the breaker
+    session the request was counted in (``None`` when it was not counted). ``loop`` is
+    the :class:`~loopfuse.Loop` the event is about: the one found, or for a failure
+    ``Loop("guard_failed", ...)``; ``None`` for an event about no loop (a request let
+    through, a cache lookup, a junk input). Its ``kind`` (``"repeated_request"``,
+    ``"repeat"``, ``"cycle"``, ``"stagnation"``, ``"guard_failed"``, ...), ``count``
+    (how often the loop went round), ``tool_names`` (the tools of the looping batch) and
+    ``signature`` (the loop's signature or request fingerprint) are read off it here.
+    ``reason`` is a sentence (the message for the model, the error, or why the cache
+    was bypassed; the loop's message when not given), ``integration`` where it happened
     (``"httpx"``, ``"langchain"``, ``"litellm"``, ``"openai_agents"``, or ``None`` for a
-    guard used directly) and ``signature`` the loop's signature or request fingerprint.
+    guard used directly).
+
+    An event about a loop is built from it, ``GuardEvent(action, guard, session,
+    loop=loop)``; the loop's fields as keywords (``kind=``, ``count=``, ...) build it too.
 
     >>> event = GuardEvent("cache_hit", "cache", integration="httpx")
-    >>> event.action, event.kind, event.tool_names
-    ('cache_hit', None, ())
-    >>> event.count = 2
+    >>> event.action, event.loop, event.kind, event.tool_names
+    ('cache_hit', None, None, ())
+    >>> found = Loop("repeat", "detector", "ls:1f", 4, ("ls",), "Loop detected: stop.")
+    >>> event = GuardEvent("loop_refused", "detector", "run-1", loop=found)
+    >>> event.kind, event.count, event.reason
+    ('repeat', 4, 'Loop detected: stop.')
+    >>> GuardEvent("loop_refused", "detector", kind="repeat", count=4).loop.count
+    4
+    >>> event.session = "run-2"
     Traceback (most recent call last):
         ...
-    dataclasses.FrozenInstanceError: cannot assign to field 'count'
+    dataclasses.FrozenInstanceError: cannot assign to field 'session'
     """
 
     action: EventAction
     guard: str
-    session: str | None = None
-    kind: str | None = None
-    count: int = 0
-    tool_names: tuple[str, ...] = ()
-    reason: str | None = None
-    integration: str | None = None
-    signature: str | None = None
+    session: str | None
+    loop: Loop | None
+    reason: str | None
+    integration: str | None
+
+    def __init__(
+        self,
+        action: EventAction,
+        guard: str,
+        session: str | None = None,
+        kind: str | None = None,
+        count: int = 0,
+        tool_names: tuple[str, ...] = (),
+        reason: str | None = None,
+        integration: str | None = None,
+        signature: str | None = None,
+        *,
+        loop: Loop | None = None,
+    ) -> None:
+        if loop is None and (kind is not None or count or tool_names or signature):
+            named = "loop" if kind is None else kind
+            loop = Loop(named, guard, signature or "", count, tuple(tool_names), reason or "")
+        if reason is None and loop is not None and loop.message:
+            reason = loop.message
+        setattr_ = object.__setattr__  # frozen: the fields are set once, here
+        setattr_(self, "action", action)
+        setattr_(self, "guard", guard)
+        setattr_(self, "session", session)
+        setattr_(self, "loop", loop)
+        setattr_(self, "reason", reason)
+        setattr_(self, "integration", integration)
 
 
 EventCallback = Callable[[GuardEvent], object]
@@ -166,7 +215,7 @@ def log_events(
     """A ready-made callback that logs each event as one line (``loopfuse.events`` logger).
 
     >>> callback = log_events()
-    >>> callback(GuardEvent("loop_refused", "breaker", session="run-1", count=6))
+    >>> callback(GuardEvent("loop_refused", "breaker", "run-1", "repeated_request", 6))
     """
     destination = target if target is not None else logging.getLogger("loopfuse.events")
 

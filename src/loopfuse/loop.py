@@ -20,6 +20,7 @@ dataclasses.FrozenInstanceError: cannot assign to field 'count'
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 __all__ = ["Loop"]
 
@@ -45,3 +46,49 @@ class Loop:
     count: int = 0
     tool_names: tuple[str, ...] = ()
     message: str = ""
+
+
+class HoldsLoop:
+    """What holds the :class:`Loop` it reports, as ``loop`` (``None``: no loop), reads
+    the loop's fields off it here: the guard's decision and its events do.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Report(HoldsLoop):
+    ...     loop: Loop | None = None
+    >>> Report(Loop("cycle", "detector", "a>b", 2)).kind, Report().kind, Report().signature
+    ('cycle', None, None)
+    """
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+
+        @property
+        def loop(self) -> Loop | None: ...
+
+    @property
+    def kind(self) -> str | None:
+        """The loop's kind (``"repeated_request"``, ``"repeat"``, ``"guard_failed"``,
+        ...), or ``None``."""
+        return None if self.loop is None else self.loop.kind
+
+    @property
+    def message(self) -> str | None:
+        """The loop's message for the model, or ``None``."""
+        return None if self.loop is None else self.loop.message
+
+    @property
+    def signature(self) -> str | None:
+        """What repeated (a batch signature, a request fingerprint in hex), or ``None``."""
+        return None if self.loop is None or not self.loop.signature else self.loop.signature
+
+    @property
+    def count(self) -> int:
+        """How often the loop went round (0 without one)."""
+        return 0 if self.loop is None else self.loop.count
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools involved (``()`` without a loop)."""
+        return () if self.loop is None else self.loop.tool_names

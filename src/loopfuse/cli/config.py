@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from loopfuse import DedupCache, LoopBreaker
+from loopfuse import DedupCache, Guard, LoopBreaker
 from loopfuse.cli.options import (
     GUARDS,
     MODES,
@@ -36,7 +36,6 @@ from loopfuse.cli.tokens import Price
 from loopfuse.detector import LoopDetector
 from loopfuse.detector.settings import default_settings
 from loopfuse.errors import ConfigError
-from loopfuse.integrations import Guard
 from loopfuse.integrations.httpx import DEFAULT_MODE
 
 __all__ = [
@@ -140,7 +139,7 @@ def detector_of(settings: Settings) -> LoopDetector:
 
 
 def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
-    """The :class:`~loopfuse.integrations.Guard` a scan replays one file through: the
+    """The :class:`~loopfuse.Guard` a scan replays one file through: the
     guards ``settings.guards`` names, on ``clock``, in ``settings.mode``. A request that
     names no session (no ``session`` in a log entry, no end user in the body) is counted
     in session ``"default"``, as if the whole file were one client's."""

@@ -1,12 +1,12 @@
 """One file's requests through the guard decision every integration runs, on a fake clock.
 
-Each file gets its own :class:`~loopfuse.integrations.Guard` (``guard_of`` in
+Each file gets its own :class:`~loopfuse.Guard` (``guard_of`` in
 :mod:`loopfuse.cli.config`: breaker, detector and cache on a fake clock, in the mode
 replayed: ``--mode``), so files never influence each other, and every request goes through
-:meth:`Guard.prepare <loopfuse.integrations.Guard.prepare>` and
-:meth:`Guard.check_prepared <loopfuse.integrations.Guard.check_prepared>`: ``check``
-in two steps, the very decision a deployed guard makes (which guard speaks first, what
-a refused request does to the cache, sessions, cache plans). The cache is then used as
+:meth:`Guard.prepare <loopfuse.Guard.prepare>` and :meth:`Guard.decide
+<loopfuse.Guard.decide>`: ``check`` in two steps, the very decision a deployed guard
+makes (which guard speaks first, what a refused request does to the cache, sessions,
+cache plans). The cache is then used as
 an integration uses it: a planned request whose key is cached is answered from it, any
 other forwarded one stores its answer (unless the log says the upstream failed).
 
@@ -33,8 +33,9 @@ length, so the run is walked once:
   dialects whose detection reads the messages (Anthropic and Ollama look like OpenAI
   Chat until a block of theirs appears), every turn adds a message, so no two cuts are
   ever equal. So the request is named to the breaker and the cache by
-  ``(messages, system)`` instead of its hash: the same equalities, hence the same
-  decisions, without hashing each prefix. ``tests/test_cli_guard_replay.py`` checks it
+  ``(messages, system)`` instead of its hash (:meth:`PreparedRequest.named
+  <loopfuse.PreparedRequest.named>`): the same equalities, hence the same decisions,
+  without hashing each prefix. ``tests/test_cli_guard_replay.py`` checks it
   against ``Guard.check`` on every prefix body, in every dialect.
 """
 
@@ -42,11 +43,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from loopfuse import RequestKey, intent
+from loopfuse import Guard, GuardDecision, PreparedRequest, RequestContext, intent
 from loopfuse.cli.agent_sessions import AgentRun, AgentSession, read_runs
 from loopfuse.cli.config import Settings, guard_of
 from loopfuse.cli.findings import (
@@ -63,12 +64,9 @@ from loopfuse.cli.readers import InputError, Log, Source, Transcript
 from loopfuse.cli.results import FileResult, Step
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
 from loopfuse.detector import LoopDetector, Replay, Verdict
-from loopfuse.integrations import Guard, GuardDecision
-from loopfuse.integrations._prepared import Prepared
 
 __all__ = ["FakeClock", "scan_file", "scan_source"]
 
-_GUARD_OF_CODE: Final = {"repeated_request": "breaker", "guard_failed": "guard"}
 _LINE_PROBLEMS_SHOWN: Final = 5
 
 Progress = Callable[[float], None]
@@ -122,15 +120,14 @@ class _Run:
     def check(
         self,
         request: _Request,
-        prepared: Prepared,
+        prepared: PreparedRequest,
         verdict: Verdict | None,
-        key: RequestKey | None = None,
         stored: bool = True,
     ) -> GuardDecision:
         """The guard's decision on one request, the cache used as an integration uses
         it (a planned request whose key is cached is answered from it; any other
         forwarded one stores its answer when ``stored``), and the bookkeeping."""
-        decision = self.guard.check_prepared(prepared, verdict=verdict, cache_key=key)
+        decision = self.guard.decide(prepared, verdict=verdict)
         where = (request.session, request.identity)
         first = self.first_sent.setdefault(where, request.position)
         self.asked[where] = self.asked.get(where, 0) + 1
@@ -171,8 +168,8 @@ class _Run:
             guard, kind = "dedup", "cache_hit"
             count = self.asked[(request.session, request.identity)]
         else:
-            kind = decision.code or "loop"
-            guard = _GUARD_OF_CODE.get(kind, "detector")
+            kind = decision.kind or "loop"
+            guard = "detector" if decision.loop is None else decision.loop.guard
         step.guard, step.kind, step.count = guard, kind, count
         act = Act(
             request.position,
@@ -257,7 +254,7 @@ def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
             now = now + settings.turn_seconds if entry.time is None else max(now, entry.time)
         run.clock.now = now
         path = settings.path if entry.path is None else entry.path
-        prepared = run.guard.prepare(entry.body, path=path, session_id=entry.session)
+        prepared = run.guard.prepare(entry.body, RequestContext(path, entry.session))
         recorded = usage_tokens(entry.usage)
         tokens = recorded or (estimate_tokens(_size(entry.body)), 0)  # sized only if needed
         result.tokens_estimated |= recorded is None
@@ -324,7 +321,7 @@ def _scan_transcript(
 ) -> None:
     """Each request of one conversation; the turns that start in its first ``history``
     items (a copy of an earlier session, reported with it) are context only."""
-    prepared = run.guard.prepare(body, path=run.settings.path)
+    prepared = run.guard.prepare(body, RequestContext(run.settings.path))
     found = None if prepared is None else intent.conversation(body)
     if prepared is None or found is None:
         _scan_one(run, name, body, prepared)
@@ -373,9 +370,8 @@ def _scan_transcript(
             tool_calls=turn.calls if turn is not None else 0,
             message_index=cut if turn is not None else None,
         )
-        # The cache, like the breaker, knows the request by its identity: a bare key.
-        key = RequestKey(identity)
-        run.check(request, replace(prepared, fingerprint=identity), verdict, key)
+        # The cache, like the breaker, knows the request by its identity.
+        run.check(request, prepared.named(identity), verdict)
         run.result.steps[-1].calls = turn_names(messages, turn)
 
 
@@ -386,7 +382,7 @@ def _inside_results(messages: list[Any], cut: int) -> bool:
     return cut < len(messages) and messages[cut].get("role") == "tool"
 
 
-def _scan_one(run: _Run, name: str, body: dict[str, Any], prepared: Prepared | None) -> None:
+def _scan_one(run: _Run, name: str, body: dict[str, Any], prepared: PreparedRequest | None) -> None:
     """A body that is not a conversation of turns (``prepared`` by the guard, or
     ``None``): one request (a Responses ``input`` string), one loopfuse cannot read
     (nested too deep: it goes through unchecked), or not a request at all."""

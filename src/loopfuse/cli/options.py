@@ -23,7 +23,7 @@ from loopfuse.errors import ConfigError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from loopfuse.integrations._decision import Mode
+    from loopfuse.guard.guard import Mode
 
 __all__ = [
     "GUARDS",

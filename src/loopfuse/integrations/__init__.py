@@ -23,43 +23,24 @@ module                                      what, and its extra
                                             ``loopfuse[otel]``
 ==========================================  ==========================================
 
-Every integration runs the same :class:`Guard` (breaker, detector, cache plan) and turns
-its :class:`GuardDecision` into its framework's terms. A missing extra raises
-:class:`MissingExtraError` (an ``ImportError``) naming the ``pip install`` command.
-:func:`loop_message` gets the clean loop message out of any SDK's error.
+Every integration runs the same :class:`loopfuse.Guard` (breaker, detector, mode, cache
+plan; :mod:`loopfuse.guard`) and only turns its :class:`~loopfuse.GuardDecision` into its
+framework's terms. A missing extra raises :class:`MissingExtraError` (an
+``ImportError``) naming the ``pip install`` command. :func:`loop_message` gets the clean
+loop message out of any SDK's error.
 
->>> from loopfuse.integrations import Guard
->>> guard = Guard(mode="warn")
->>> guard.check(b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}').action
-'forward'
+>>> from loopfuse.integrations import loop_message
+>>> from loopfuse.detector import LoopDetected
+>>> loop_message(LoopDetected("Loop detected: stop.", signature="s", kind="repeat", count=3))
+'Loop detected: stop.'
 """
 
 from __future__ import annotations
 
-from loopfuse.integrations._decision import (
-    DEFAULT,
-    CacheUse,
-    GuardDecision,
-    Mode,
-    Scanner,
-    ScanVerdict,
-)
 from loopfuse.integrations._extras import MissingExtraError
-from loopfuse.integrations._guard import Guard, GuardOptions
 from loopfuse.integrations._messages import loop_message
 
-__all__ = [
-    "DEFAULT",
-    "CacheUse",
-    "Guard",
-    "GuardDecision",
-    "GuardOptions",
-    "MissingExtraError",
-    "Mode",
-    "ScanVerdict",
-    "Scanner",
-    "loop_message",
-]
+__all__ = ["MissingExtraError", "loop_message"]
 
 
 def __dir__() -> list[str]:

@@ -4,7 +4,7 @@
 ``httpx2`` or ``httpx`` client. The current ``openai`` and ``anthropic`` SDKs take an
 ``httpx2`` client; ``ollama``, older SDKs (and ``openai`` still) an ``httpx`` one. Both
 work: each response is built with the library of its request. Before a request goes out
-the transport runs its :class:`~loopfuse.integrations.Guard` on the body:
+the transport runs its :class:`~loopfuse.Guard` on the body:
 
 - by default (``mode="warn"``) the first request found looping goes out with a short
   note for the model; if the same loop goes on after the note, the request is
@@ -29,6 +29,12 @@ a request with none is not counted by the breaker. Upstream errors reach the SDK
 unchanged, and a retry of an attempt that failed upstream (``429``, ``5xx``, a timeout)
 is not counted again.
 
+``httpx2`` and ``httpx`` have the same request/response API but distinct classes, and a
+client only accepts responses of its own library. So this module imports neither: the
+library is read off each request (it is necessarily imported already) and the synthetic
+responses are built with that library's ``Response``. Types are spelled with ``httpx2``'s
+names for the checker; at run time either library's objects flow through.
+
 Examples need the extra, so they are not run here; docs/integrations/httpx.md runs them.
 
 >>> import httpx2, openai  # doctest: +SKIP
@@ -41,21 +47,24 @@ Examples need the extra, so they are not run here; docs/integrations/httpx.md ru
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
-from types import TracebackType
-from typing import TYPE_CHECKING, Final
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from loopfuse.dedup import SingleFlightReentryError, SingleFlightTimeoutError
-from loopfuse.integrations._decision import GuardDecision
-from loopfuse.integrations._extras import installed
-from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
-from loopfuse.integrations._http import (
-    DEFAULT_PATHS,
-    HTTPAnswer,
-    SessionResolver,
-    TransportCore,
-    Uncached,
+from loopfuse.dedup import (
+    DedupCache,
+    RequestKey,
+    SingleFlightReentryError,
+    SingleFlightTimeoutError,
 )
+from loopfuse.errors import ConfigError, InvalidInputError
+from loopfuse.guard import Guard, GuardDecision, RequestContext
+from loopfuse.guard.guard import GuardOptions, build_guard
+from loopfuse.integrations._extras import installed, require
+from loopfuse.integrations._shapes import error_body, json_bytes
+from loopfuse.intent import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
     from httpx2 import AsyncBaseTransport as _AsyncBase
@@ -74,23 +83,289 @@ else:
 
     _SyncBase, _AsyncBase = _bases()
 
-__all__ = ["DEFAULT_MODE", "DEFAULT_PATHS", "AsyncGuardTransport", "GuardTransport", "HTTPAnswer"]
+__all__ = [
+    "CACHE_HEADER",
+    "DEFAULT_MODE",
+    "DEFAULT_PATHS",
+    "AsyncGuardTransport",
+    "GuardTransport",
+    "HTTPAnswer",
+    "SessionResolver",
+    "retry_after",
+]
 
 DEFAULT_MODE: Final = "warn"
 """The transports' default ``mode``: a note first, a refusal when the loop goes on. The
 transport sits under code it cannot see; a refusal is an exception that code may not
 handle, while a note lets a capable model leave the loop by itself, for one more call."""
 
+DEFAULT_PATHS: Final = (
+    "/chat/completions",
+    "/responses",
+    "/messages",
+    ":generateContent",
+    ":streamGenerateContent",
+    "/api/chat",
+)
+"""Path endings of the LLM endpoints checked by default: OpenAI Chat Completions and
+Responses (and every server compatible with them), Anthropic Messages, Gemini, Ollama."""
+
+SessionResolver = Callable[["Request"], "str | None"]
+"""Reads a session id off a request; ``None`` falls back to the body's end user."""
+
+CACHE_HEADER: Final = "x-loopfuse-cache"
+"""The response header saying where a guarded answer came from: ``hit``, ``miss``, ``bypass``."""
+
 _SINGLE_FLIGHT_ERRORS = (SingleFlightTimeoutError, SingleFlightReentryError)
+_STREAM_TYPES: Final = ("text/event-stream", "application/x-ndjson", "application/jsonl")
+# Headers that describe the upstream bytes on the wire, not the decoded body we replay.
+_WIRE_HEADERS: Final = frozenset(
+    {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
+)
 
 
-class GuardTransport(TransportCore, _SyncBase):
+@dataclass(frozen=True, slots=True)
+class HTTPAnswer:
+    """An answer kept in the cache: status, content type and the decoded body."""
+
+    status_code: int
+    content_type: str
+    content: bytes
+
+
+class _Uncached(Exception):
+    """Raised out of a cache computation to hand back an answer that must not be cached."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__("uncacheable response")
+        self.response = response
+
+
+def _library(request: Request) -> ModuleType:
+    """The HTTP library (``httpx2`` or ``httpx``) that ``request`` belongs to."""
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(request, module.Request):
+            return module
+    raise InvalidInputError(f"not an httpx2 or httpx request: {type(request).__name__}")
+
+
+def _response(request: Request, status: int, headers: Any, content: bytes) -> Response:
+    response: Response = _library(request).Response(
+        status, headers=headers, content=content, request=request
+    )
+    return response
+
+
+class _Transport:
+    """What :class:`GuardTransport` and :class:`AsyncGuardTransport` share: their
+    configuration, checked here once, and the steps of a request around the guard."""
+
+    _handler: ClassVar[str]
+    """The method an inner transport of this kind has."""
+
+    def __init__(
+        self,
+        inner: Any,
+        guard: Guard | None = None,
+        *,
+        session_header: str | None = "x-session-id",
+        session_id: SessionResolver | None = None,
+        namespace_header: str | None = "x-loopfuse-cache-namespace",
+        paths: Iterable[str] = DEFAULT_PATHS,
+        **options: Unpack[GuardOptions],
+    ) -> None:
+        name = type(self).__name__
+        require("httpx2", "httpx", extra="openai", what=name)
+        if not callable(getattr(inner, self._handler, None)):
+            raise ConfigError(
+                f"{name} needs the transport that sends requests (one with "
+                f"{self._handler}()), not {inner!r}"
+            )
+        for option, header in (
+            ("session_header", session_header),
+            ("namespace_header", namespace_header),
+        ):
+            if header is not None and not (isinstance(header, str) and header):
+                raise ConfigError(f"{option} must be a header name or None")
+        if session_id is not None and not callable(session_id):
+            raise ConfigError("session_id must be a callable taking the request, or None")
+        if isinstance(paths, str):
+            raise ConfigError("paths must be a collection of path endings, not one string")
+        suffixes = tuple(paths)
+        if not all(isinstance(path, str) and path for path in suffixes):
+            raise ConfigError("paths must be non-empty strings (endings of request paths)")
+        if guard is None:
+            options.setdefault("mode", DEFAULT_MODE)
+        self.inner = inner
+        self.guard = build_guard(guard, options)
+        self.session_header = session_header
+        self.session_id = session_id
+        self.namespace_header = namespace_header
+        self.paths = suffixes
+
+    def wants(self, request: Request) -> bool:
+        """Whether ``request`` is an LLM call this transport checks."""
+        if request.method != "POST" or not request.url.path.endswith(self.paths):
+            return False
+        if "json" not in request.headers.get("content-type", "").lower():
+            return False
+        length = request.headers.get("content-length", "0").strip()
+        return not (length.isdigit() and int(length) > MAX_BODY_BYTES)
+
+    def decide(self, request: Request, body: bytes) -> GuardDecision:
+        """Run the guard on ``body``, the content of ``request``."""
+        asked = self._context(request)
+        if isinstance(asked, GuardDecision):
+            return asked
+        return self.guard.check(body, asked)
+
+    async def adecide(self, request: Request, body: bytes) -> GuardDecision:
+        """:meth:`decide` for asyncio: the breaker's store is awaited, never waited for."""
+        asked = self._context(request)
+        if isinstance(asked, GuardDecision):
+            return asked
+        return await self.guard.acheck(body, asked)
+
+    def _context(self, request: Request) -> RequestContext | GuardDecision:
+        """What the guard is told about ``request``, or the decision when resolving its
+        session failed."""
+        url = request.url
+        try:
+            session = self._session(request)
+        except Exception as exc:  # a resolver that raises fails open, like the guard
+            return self.guard.failure(exc, RequestContext(path=url.path, integration="httpx"))
+        headers = request.headers
+        space = None if self.namespace_header is None else headers.get(self.namespace_header)
+        return RequestContext(
+            url.path,
+            session,
+            f"{url.scheme}://{url.host}:{url.port or ''}",
+            None,
+            headers.get("cache-control"),
+            space,
+            "httpx",
+        )
+
+    def _session(self, request: Request) -> str | None:
+        """The session header, else ``session_id(request)``; ``None`` leaves it to the
+        guard (the body's end user, then the guard's ``shared_session``)."""
+        if self.session_header is not None:
+            header = request.headers.get(self.session_header)
+            if header:
+                return header
+        if self.session_id is not None:
+            session = self.session_id(request)
+            if session is not None and not isinstance(session, str):
+                raise InvalidInputError(
+                    f"session_id returned a {type(session).__name__}, not a str"
+                )
+            return session
+        return None
+
+    @staticmethod
+    def outgoing(request: Request, decision: GuardDecision) -> Request:
+        """The request to send: ``request`` itself, or a copy carrying the noted body."""
+        if decision.action != "note":
+            return request
+        try:
+            content = json_bytes(decision.value)
+        except (TypeError, ValueError, RecursionError):
+            return request  # a note that cannot be written: the body as the client sent it
+        headers = [
+            (name, value)
+            for name, value in request.headers.multi_items()
+            if name.lower() != "content-length"
+        ]
+        noted: Request = _library(request).Request(
+            request.method,
+            request.url,
+            headers=headers,
+            content=content,
+            extensions=request.extensions,
+        )
+        return noted
+
+    @staticmethod
+    def refusal(request: Request, decision: GuardDecision) -> Response:
+        """The synthetic HTTP 400 for a refused request, in the provider's error shape."""
+        kind = decision.kind or "loop"
+        headers = {
+            "content-type": "application/json",
+            "x-should-retry": "false",
+            "x-loopfuse-refused": kind,
+            CACHE_HEADER: "bypass",
+        }
+        return _response(
+            request, 400, headers, error_body(decision.fmt, kind, decision.message or "")
+        )
+
+    @staticmethod
+    def marked(response: Response, where: str) -> Response:
+        """``response``, saying where its answer came from (``x-loopfuse-cache``)."""
+        response.headers[CACHE_HEADER] = where
+        return response
+
+    def reported(self, decision: GuardDecision, response: Response) -> Response:
+        """Tell the guard how the upstream answered ``decision``'s request."""
+        self.guard.outcome(decision, response.status_code, retry_after=retry_after(response))
+        return response
+
+    def store(
+        self, cache: DedupCache[Any], key: RequestKey, answer: HTTPAnswer, decision: GuardDecision
+    ) -> None:
+        """Keep a fresh answer (``Cache-Control: no-cache``); a cache that fails is counted
+        and the answer served regardless."""
+        try:
+            cache.insert(key, answer)
+        except Exception as exc:  # the answer is already here: serve it
+            self.guard.internal_error(exc, decision.integration)
+
+    async def astore(
+        self, cache: DedupCache[Any], key: RequestKey, answer: HTTPAnswer, decision: GuardDecision
+    ) -> None:
+        """:meth:`store` for asyncio (an async store is awaited)."""
+        try:
+            await cache.ainsert(key, answer)
+        except Exception as exc:  # the answer is already here: serve it
+            self.guard.internal_error(exc, decision.integration)
+
+    def cacheable(self, response: Response) -> bool:
+        """Whether an upstream response may be kept (a 200; a stream only if configured)."""
+        if response.status_code != 200:
+            return False
+        kind = response.headers.get("content-type", "").lower()
+        return self.guard.cache_streams or not kind.startswith(_STREAM_TYPES)
+
+    @staticmethod
+    def answer(response: Response, content: bytes) -> HTTPAnswer:
+        """What to cache of ``response``, whose decoded body is ``content``."""
+        kind = response.headers.get("content-type", "application/json")
+        return HTTPAnswer(response.status_code, kind, content)
+
+    @staticmethod
+    def replay(request: Request, answer: HTTPAnswer, upstream: Response | None) -> Response:
+        """A response serving ``answer``: a cache hit, or (``upstream`` given) the answer
+        just fetched, with the upstream headers that still describe the decoded body."""
+        if upstream is None:
+            headers = [("content-type", answer.content_type), (CACHE_HEADER, "hit")]
+        else:
+            headers = [
+                (name, value)
+                for name, value in upstream.headers.multi_items()
+                if name.lower() not in _WIRE_HEADERS and name.lower() != CACHE_HEADER
+            ]
+            headers.append((CACHE_HEADER, "miss"))
+        return _response(request, answer.status_code, headers, answer.content)
+
+
+class GuardTransport(_Transport, _SyncBase):
     """A sync transport that runs loopfuse's guards before each LLM request.
 
     Args:
         inner: the transport that really sends requests (``httpx2.HTTPTransport()``,
             ``httpx.HTTPTransport()``, a mock in tests).
-        guard: a :class:`~loopfuse.integrations.Guard` (share one between transports to
+        guard: a :class:`~loopfuse.Guard` (share one between transports to
             share its breaker and cache); or leave it out and pass the guard's options
             (``breaker``, ``detector``, ``cache``, ``mode`` (default ``"warn"``),
             ``cache_streams``, ``cache_sampled``, ``cache_namespace``,
@@ -107,23 +382,8 @@ class GuardTransport(TransportCore, _SyncBase):
     'note'
     """
 
-    def __init__(
-        self,
-        inner: _SyncBase,
-        guard: Guard | None = None,
-        *,
-        session_header: str | None = "x-session-id",
-        session_id: SessionResolver | None = None,
-        namespace_header: str | None = "x-loopfuse-cache-namespace",
-        paths: Iterable[str] = DEFAULT_PATHS,
-        **options: Unpack[GuardOptions],
-    ) -> None:
-        if guard is None:
-            options.setdefault("mode", DEFAULT_MODE)
-        self._configure(
-            build_guard(guard, options), session_header, session_id, namespace_header, paths
-        )
-        self.inner = inner
+    _handler = "handle_request"
+    inner: _SyncBase
 
     def handle_request(self, request: Request) -> Response:
         """Check ``request``; refuse it, answer it from the cache, or send it on."""
@@ -143,7 +403,7 @@ class GuardTransport(TransportCore, _SyncBase):
         def fetch() -> HTTPAnswer:
             response = self._send(outgoing, decision)
             if not self.cacheable(response):
-                raise Uncached(response)
+                raise _Uncached(response)
             try:
                 content = response.read()
             finally:
@@ -157,7 +417,7 @@ class GuardTransport(TransportCore, _SyncBase):
                 self.store(cache, key, answer, decision)
             else:
                 answer = cache.get_or_compute(key, fetch)
-        except Uncached as uncached:
+        except _Uncached as uncached:
             self.guard.cache_event(decision, "miss")
             return self.marked(uncached.response, "miss")
         except _SINGLE_FLIGHT_ERRORS:  # another caller's answer never came: ask ourselves
@@ -194,7 +454,7 @@ class GuardTransport(TransportCore, _SyncBase):
         return f"GuardTransport({self.inner!r}, {self.guard!r})"
 
 
-class AsyncGuardTransport(TransportCore, _AsyncBase):
+class AsyncGuardTransport(_Transport, _AsyncBase):
     """:class:`GuardTransport` for async clients (``httpx2.AsyncClient``, ``httpx.AsyncClient``).
 
     Same arguments; ``inner`` is an async transport such as ``httpx2.AsyncHTTPTransport()``.
@@ -206,23 +466,8 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
     True
     """
 
-    def __init__(
-        self,
-        inner: _AsyncBase,
-        guard: Guard | None = None,
-        *,
-        session_header: str | None = "x-session-id",
-        session_id: SessionResolver | None = None,
-        namespace_header: str | None = "x-loopfuse-cache-namespace",
-        paths: Iterable[str] = DEFAULT_PATHS,
-        **options: Unpack[GuardOptions],
-    ) -> None:
-        if guard is None:
-            options.setdefault("mode", DEFAULT_MODE)
-        self._configure(
-            build_guard(guard, options), session_header, session_id, namespace_header, paths
-        )
-        self.inner = inner
+    _handler = "handle_async_request"
+    inner: _AsyncBase
 
     async def handle_async_request(self, request: Request) -> Response:
         """Check ``request``; refuse it, answer it from the cache, or send it on."""
@@ -242,7 +487,7 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
         async def fetch() -> HTTPAnswer:
             response = await self._send(outgoing, decision)
             if not self.cacheable(response):
-                raise Uncached(response)
+                raise _Uncached(response)
             try:
                 content = await response.aread()
             finally:
@@ -256,7 +501,7 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
                 await self.astore(cache, key, answer, decision)
             else:
                 answer = await cache.aget_or_compute(key, fetch)
-        except Uncached as uncached:
+        except _Uncached as uncached:
             self.guard.cache_event(decision, "miss")
             return self.marked(uncached.response, "miss")
         except _SINGLE_FLIGHT_ERRORS:  # another task's answer never came: ask ourselves
@@ -291,3 +536,21 @@ class AsyncGuardTransport(TransportCore, _AsyncBase):
 
     def __repr__(self) -> str:
         return f"AsyncGuardTransport({self.inner!r}, {self.guard!r})"
+
+
+def retry_after(response: Response) -> float | None:
+    """The backoff, in seconds, an upstream response asks for (``retry-after-ms``, else a
+    numeric ``retry-after``); ``None`` when it asks for none (an HTTP date counts as none).
+    """
+    headers = response.headers
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) * scale
+        except ValueError:
+            continue
+        if seconds == seconds and 0 < seconds < float("inf"):
+            return seconds
+    return None

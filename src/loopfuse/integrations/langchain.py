@@ -2,7 +2,7 @@
 
 Before each model call the middleware reads the agent's conversation (``AIMessage`` tool
 calls, ``ToolMessage`` results, ``HumanMessage`` turns), converts it with LangChain's own
-``convert_to_openai_messages`` and runs the same :class:`~loopfuse.integrations.Guard`
+``convert_to_openai_messages`` and runs the same :class:`~loopfuse.Guard`
 as every other integration (by default: the loop detector, no breaker, since an agent's
 history grows with every turn and so never repeats a request word for word). When the
 conversation ends in a loop, ``mode`` decides (default ``"warn"``): the first time, the
@@ -30,10 +30,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from loopfuse.detector import LoopDetected
 from loopfuse.errors import ConfigError
-from loopfuse.integrations._decision import GuardDecision, decision_message, loop_detected
+from loopfuse.guard import Guard, GuardDecision, RequestContext
+from loopfuse.guard.guard import GuardOptions, build_guard
 from loopfuse.integrations._extras import require, stand_in
-from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import (  # noqa: F401  # AgentState: in the base class
@@ -64,7 +65,7 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
     """Stops a LangChain v1 agent whose conversation ends in a tool-call loop.
 
     Args:
-        guard: a :class:`~loopfuse.integrations.Guard` to share; or leave it out and pass
+        guard: a :class:`~loopfuse.Guard` to share; or leave it out and pass
             its options (``detector``, ``breaker``, ``mode`` (default ``"warn"``),
             ``fail_closed``, ``on_event``) here. Without a ``guard``, ``breaker``
             defaults to ``None``; a breaker, when given, counts per LangGraph
@@ -72,7 +73,8 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
             level (:mod:`loopfuse.integrations.httpx`).
         exit_behavior: how a run stops, ``"end"`` or ``"error"`` (see the module docs).
 
-    ``last_decision`` is the guard's decision of the latest check that found a loop.
+    ``last_decision`` is the guard's decision of the latest check that found a loop
+    (its ``loop`` says which).
     """
 
     def __init__(
@@ -108,7 +110,7 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
         if isinstance(asked, GuardDecision):
             return self._seen(asked)
         body, session = asked
-        return self._seen(self.guard.check(body, session_id=session, integration="langchain"))
+        return self._seen(self.guard.check(body, _context(session)))
 
     async def acheck(
         self, messages: Sequence[Any], session_id: str | None = None
@@ -118,8 +120,7 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
         if isinstance(asked, GuardDecision):
             return self._seen(asked)
         body, session = asked
-        decision = await self.guard.acheck(body, session_id=session, integration="langchain")
-        return self._seen(decision)
+        return self._seen(await self.guard.acheck(body, _context(session)))
 
     def _body(
         self, messages: Sequence[Any], session_id: str | None
@@ -132,7 +133,7 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
             _carry_error_status(listed, converted)
             body = {"messages": converted}
         except Exception as exc:  # a message LangChain cannot convert: fail open (or closed)
-            return self.guard.failure(exc, integration="langchain")
+            return self.guard.failure(exc, _IN_LANGCHAIN)
         return body, _thread_id() if session_id is None else session_id
 
     def _seen(self, decision: GuardDecision) -> GuardDecision | None:
@@ -169,11 +170,12 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
 
     def _stop(self, decision: GuardDecision) -> ModelCallResult[Any]:
         """End the run: an answer without tool calls (the agent loop ends on it), or raise."""
+        assert decision.loop is not None  # every refusal is about a loop
         if self.exit_behavior == "error":
-            raise loop_detected(decision)
+            raise LoopDetected.of(decision.loop)
         from langchain_core.messages import AIMessage
 
-        return AIMessage(content=decision_message(decision))
+        return AIMessage(content=decision.loop.message)
 
 
 def _noted(request: ModelRequest[Any], decision: GuardDecision) -> ModelRequest[Any]:
@@ -182,7 +184,7 @@ def _noted(request: ModelRequest[Any], decision: GuardDecision) -> ModelRequest[
     it in the same user turn as the tool results where the provider wants that)."""
     from langchain_core.messages import HumanMessage
 
-    note = f"[loopfuse] {decision_message(decision)}"
+    note = f"[loopfuse] {decision.message}"
     messages = list(request.messages)
     last = messages[-1] if messages else None
     if isinstance(last, HumanMessage) and isinstance(last.content, str):
@@ -194,6 +196,13 @@ def _noted(request: ModelRequest[Any], decision: GuardDecision) -> ModelRequest[
     else:
         messages.append(HumanMessage(content=note))
     return request.override(messages=messages)
+
+
+def _context(session: str | None) -> RequestContext:
+    return RequestContext(session_id=session, integration="langchain")
+
+
+_IN_LANGCHAIN: Final = _context(None)
 
 
 def _carry_error_status(messages: list[Any], converted: list[Any]) -> None:

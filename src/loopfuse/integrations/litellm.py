@@ -1,7 +1,7 @@
 """LiteLLM proxy: :class:`LoopfuseHandler`, a ``CustomLogger`` that refuses looping requests.
 
 The proxy calls ``async_pre_call_hook`` before it routes a request. The handler runs the
-same :class:`~loopfuse.integrations.Guard` as every other integration on the request's
+same :class:`~loopfuse.Guard` as every other integration on the request's
 LLM fields and, when the request is a lap of a loop, raises :class:`LoopRefusedError`:
 a ``litellm.BadRequestError`` (status 400, ``type`` ``"loop_detected"``, ``code`` the
 guard that spoke), which the proxy returns to the client as an HTTP 400 with loopfuse's
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from loopfuse.breaker import LoopBreaker
 from loopfuse.errors import ConfigError, LoopfuseError
-from loopfuse.integrations._decision import GuardDecision, decision_message
+from loopfuse.guard import Guard, GuardDecision, RequestContext
+from loopfuse.guard.guard import GuardOptions, build_guard
+from loopfuse.guard.memory import TimedRecords
 from loopfuse.integrations._extras import require, stand_in
 from loopfuse.integrations._facts import first_text
-from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
-from loopfuse.integrations._records import TimedRecords
 
 if TYPE_CHECKING:
     from litellm.caching.dual_cache import DualCache
@@ -96,6 +96,7 @@ _LLM_FIELDS: Final = (
     "generationConfig",
 )
 _NOTED_FIELDS: Final = ("messages", "system", "input", "contents")
+_IN_LITELLM: Final = RequestContext(integration="litellm")
 
 SessionResolver = Callable[[Mapping[str, Any], "UserAPIKeyAuth | None"], "str | None"]
 """``(data, user_api_key_dict) -> session id``; ``None`` falls back to the end user.
@@ -105,18 +106,24 @@ SessionResolver = Callable[[Mapping[str, Any], "UserAPIKeyAuth | None"], "str | 
 class LoopRefusedError(BadRequestError, LoopfuseError):
     """The 400 the proxy returns for a looping request (a ``litellm.BadRequestError``).
 
-    ``type`` is ``"loop_detected"``, ``code`` the guard that spoke (``"repeat"``,
-    ``"cycle"``, ``"stagnation"``, ``"repeated_request"``, ``"guard_failed"``),
-    ``message`` loopfuse's message for the model and ``decision`` the whole
-    :class:`~loopfuse.integrations.GuardDecision`.
+    ``kind`` is the loop's kind (``"repeat"``, ``"cycle"``, ``"stagnation"``,
+    ``"repeated_request"``, ``"guard_failed"``), ``message`` loopfuse's message for the
+    model and ``decision`` the whole :class:`~loopfuse.GuardDecision`. On the wire it is
+    an OpenAI error body: ``type`` ``"loop_detected"``, ``code`` the kind (so the
+    exception's ``type`` and ``code``, which LiteLLM reads off that body, say the same).
     """
 
     def __init__(self, decision: GuardDecision, model: str = "") -> None:
-        message = decision_message(decision)
-        body = {"message": message, "type": "loop_detected", "param": None, "code": decision.code}
+        message = decision.message or ""
+        body = {"message": message, "type": "loop_detected", "param": None, "code": decision.kind}
         super().__init__(message, model=model, llm_provider="loopfuse", body=body)
         self.message = message  # without LiteLLM's "litellm.BadRequestError: " prefix
         self.decision = decision
+
+    @property
+    def kind(self) -> str | None:
+        """The loop's kind (``decision.kind``)."""
+        return self.decision.kind
 
     def __str__(self) -> str:
         return self.message
@@ -131,7 +138,7 @@ class LoopfuseHandler(CustomLogger):
     the handler logs an error the first time it sees one (see the docs for the fix).
 
     Args:
-        guard: a :class:`~loopfuse.integrations.Guard` to share; or leave it out and pass
+        guard: a :class:`~loopfuse.Guard` to share; or leave it out and pass
             its options (``breaker``, ``detector``, ``mode`` (default ``"warn"``),
             ``shared_session``, ``fail_closed``, ``on_event``) here. There is no
             ``cache`` option: LiteLLM has its own response cache.
@@ -209,8 +216,8 @@ class LoopfuseHandler(CustomLogger):
         asked = self._question(data, user_api_key_dict)
         if isinstance(asked, GuardDecision):
             return asked
-        body, session = asked
-        return self.guard.check(body, session_id=session, path=_route(data), integration="litellm")
+        body, context = asked
+        return self.guard.check(body, context)
 
     async def acheck(self, data: Mapping[str, Any], user_api_key_dict: Any = None) -> GuardDecision:
         """:meth:`check` for the async hooks: the breaker's store is awaited, so the proxy's
@@ -218,22 +225,21 @@ class LoopfuseHandler(CustomLogger):
         asked = self._question(data, user_api_key_dict)
         if isinstance(asked, GuardDecision):
             return asked
-        body, session = asked
-        return await self.guard.acheck(
-            body, session_id=session, path=_route(data), integration="litellm"
-        )
+        body, context = asked
+        return await self.guard.acheck(body, context)
 
     def _question(
         self, data: Mapping[str, Any], user_api_key_dict: Any
-    ) -> tuple[dict[str, Any], str | None] | GuardDecision:
-        """The body and session to check, or the decision when resolving them failed."""
+    ) -> tuple[dict[str, Any], RequestContext] | GuardDecision:
+        """The body to check and what the guard is told about it, or the decision when
+        resolving them failed."""
         try:
             body = {name: data[name] for name in _LLM_FIELDS if name in data}
             session, junk = self._session(data, user_api_key_dict)
         except Exception as exc:  # a resolver that raises fails open, like the guard
-            return self.guard.failure(exc, integration="litellm")
+            return self.guard.failure(exc, _IN_LITELLM)
         self.guard.input_fallback(junk, "litellm")
-        return body, session
+        return body, RequestContext(path=_route(data), session_id=session, integration="litellm")
 
     def _session(
         self, data: Mapping[str, Any], user_api_key_dict: Any
@@ -323,7 +329,7 @@ class LoopfuseHandler(CustomLogger):
                 "the proxy, or pass client= an SDK client on "
                 "loopfuse.integrations.httpx.GuardTransport."
             )
-            self.guard.failure(RuntimeError(reason), integration="litellm")
+            self.guard.internal_error(RuntimeError(reason), "litellm")
 
 
 def _route(data: Mapping[str, Any]) -> str:

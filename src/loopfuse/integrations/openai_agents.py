@@ -2,7 +2,7 @@
 
 ``on_llm_start`` receives the instructions and the input items (Responses API format:
 messages, ``function_call`` and ``function_call_output`` items) of every model call of a
-run. The hooks run the same :class:`~loopfuse.integrations.Guard` as every other
+run. The hooks run the same :class:`~loopfuse.Guard` as every other
 integration on them and raise :class:`loopfuse.detector.LoopDetected` before a model
 call that would be another lap of a loop. ``Runner.run`` then raises it to the caller
 (``kind``, ``count``, ``signature``, ``tool_names``, and a ``message`` written for the
@@ -27,10 +27,11 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from loopfuse.detector import LoopDetected
 from loopfuse.errors import ConfigError
-from loopfuse.integrations._decision import GuardDecision, loop_detected
+from loopfuse.guard import Guard, GuardDecision, RequestContext
+from loopfuse.guard.guard import GuardOptions, build_guard
 from loopfuse.integrations._extras import require, stand_in
-from loopfuse.integrations._guard import Guard, GuardOptions, build_guard
 
 if TYPE_CHECKING:
     from agents import Agent, RunContextWrapper, RunHooks, TResponseInputItem
@@ -61,7 +62,7 @@ class LoopfuseRunHooks(RunHooks[Any]):
     """``RunHooks`` whose ``on_llm_start`` raises ``LoopDetected`` before a looping call.
 
     Args:
-        guard: a :class:`~loopfuse.integrations.Guard` to share; or leave it out and pass
+        guard: a :class:`~loopfuse.Guard` to share; or leave it out and pass
             its options (``detector``, ``breaker``, ``mode`` (default ``"refuse"``),
             ``fail_closed``, ``on_event``) here. Without a ``guard``, ``breaker``
             defaults to ``None``: a run's input grows with every turn, so it never
@@ -101,20 +102,14 @@ class LoopfuseRunHooks(RunHooks[Any]):
         """The guard's decision on one model call when it found a loop; ``None`` when the
         call may go as it is."""
         body = _body(system_prompt, input_items)
-        decision = self.guard.check(
-            body, session_id=session_id, path=_PATH, integration="openai_agents"
-        )
-        return self._seen(decision)
+        return self._seen(self.guard.check(body, _context(session_id)))
 
     async def acheck(
         self, system_prompt: str | None, input_items: list[Any], session_id: str | None = None
     ) -> GuardDecision | None:
         """:meth:`check` for the async hooks: the breaker's store is awaited."""
         body = _body(system_prompt, input_items)
-        decision = await self.guard.acheck(
-            body, session_id=session_id, path=_PATH, integration="openai_agents"
-        )
-        return self._seen(decision)
+        return self._seen(await self.guard.acheck(body, _context(session_id)))
 
     def _seen(self, decision: GuardDecision) -> GuardDecision | None:
         if decision.action == "forward":
@@ -178,7 +173,7 @@ class LoopfuseRunHooks(RunHooks[Any]):
             return
         decision = await self.acheck(system_prompt, list(input_items), session)
         if decision is not None:
-            raise loop_detected(decision)
+            raise _stopped(decision)
 
     def _session(self, context: Any, agent: Any) -> str | GuardDecision | None:
         """The session for the breaker; a resolver that raises fails open (the decision is
@@ -188,11 +183,21 @@ class LoopfuseRunHooks(RunHooks[Any]):
         try:
             return self.session_id(context, agent)
         except Exception as exc:  # a resolver that raises fails open, like the guard
-            failed = self.guard.failure(exc, integration="openai_agents")
+            failed = self.guard.failure(exc, _context(None))
             if failed.refused:
                 self.last_decision = failed
-                raise loop_detected(failed) from exc
+                raise _stopped(failed) from exc
             return failed
+
+
+def _context(session_id: str | None) -> RequestContext:
+    return RequestContext(path=_PATH, session_id=session_id, integration="openai_agents")
+
+
+def _stopped(decision: GuardDecision) -> LoopDetected:
+    """The exception that stops the run for a refused ``decision``."""
+    assert decision.loop is not None  # every refusal is about a loop
+    return LoopDetected.of(decision.loop)
 
 
 def _plain(item: object) -> object:
@@ -217,7 +222,7 @@ def _filtered_input(model_data: Any, decision: GuardDecision | None) -> ModelInp
     if decision is None:
         return cast("ModelInputData", model_data)
     if decision.refused:
-        raise loop_detected(decision)
+        raise _stopped(decision)
     # The note is one more input item, or more instructions: the SDK's own items
     # are handed back as they were, not as the plain data the guard read.
     noted = decision.value if isinstance(decision.value, dict) else {}

@@ -2,13 +2,16 @@
 events into OpenTelemetry signals.
 
 It follows the draft GenAI semantic conventions for guardrails: each decision of a guard
-(a loop noted or refused, the breaker tripped, a retry forgiven, a failure, a junk input)
-is a span ``apply_guardrail loopfuse`` (``gen_ai.operation.name = "apply_guardrail"``,
-``gen_ai.guardrail.*`` attributes) carrying one ``gen_ai.guardrail.result`` event, a child
-of whatever span is current (the LLM call's, when the client is instrumented). Every
-event, cache ones included, adds 1 to the counter ``loopfuse.guard.decisions`` by
-``loopfuse.guard`` and ``loopfuse.action``. The draft is not stable: the attribute names
-live in this module's constants, to follow it in one place.
+that did something (a loop noted or refused, the breaker tripped, a retry forgiven, a
+failure, a junk input) is a span ``apply_guardrail loopfuse``
+(``gen_ai.operation.name = "apply_guardrail"``, ``gen_ai.guardrail.*`` attributes)
+carrying one ``gen_ai.guardrail.result`` event, a child of whatever span is current (the
+LLM call's, when the client is instrumented). Every event, cache lookups and requests
+let through (``request_forwarded``) included, adds 1 to the counter
+``loopfuse.guard.decisions`` by ``loopfuse.guard`` and ``loopfuse.action``: so a refusal
+rate has its denominator, without a span for every request that went on as it was. The
+draft is not stable: the attribute names live in this module's constants, to follow it
+in one place.
 
 Sessions may be end users' ids: they are only recorded (``gen_ai.conversation.id``)
 with ``record_session=True``.
@@ -18,7 +21,7 @@ yours to set up. Without the extra the module imports; creating the callback rai
 :class:`~loopfuse.integrations.MissingExtraError`.
 
 >>> from loopfuse.integrations.otel import OpenTelemetryEvents
->>> from loopfuse.integrations import Guard
+>>> from loopfuse import Guard
 >>> guard = Guard(on_event=OpenTelemetryEvents())  # doctest: +SKIP
 """
 
@@ -48,7 +51,8 @@ DECISION_REASON: Final = "gen_ai.guardrail.decision.reason"
 EXPLANATION: Final = "gen_ai.guardrail.explanation"
 CONVERSATION_ID: Final = "gen_ai.conversation.id"
 
-_CACHE_ACTIONS: Final = frozenset({"cache_hit", "cache_miss", "cache_bypass"})
+# Counted, not traced: cache lookups and requests let through are not guardrail verdicts.
+_UNTRACED: Final = frozenset({"cache_hit", "cache_miss", "cache_bypass", "request_forwarded"})
 _DECISIONS: Final = {
     "loop_refused": "deny",
     "breaker_tripped": "deny",
@@ -63,6 +67,8 @@ def decision_type(action: str) -> str:
 
     >>> decision_type("loop_refused"), decision_type("loop_noted"), decision_type("fail_open")
     ('deny', 'modify', 'allow')
+    >>> decision_type("request_forwarded")
+    'allow'
     """
     return _DECISIONS.get(action, "allow")
 
@@ -102,8 +108,8 @@ class OpenTelemetryEvents:
         if event.integration is not None:
             labels["loopfuse.integration"] = event.integration
         self._decisions.add(1, labels)
-        if event.action in _CACHE_ACTIONS:
-            return  # cache lookups are counted, not traced: they are not guardrail verdicts
+        if event.action in _UNTRACED:
+            return
         from opentelemetry.trace import SpanKind
 
         verdict = {DECISION_TYPE: decision_type(event.action)}

@@ -1,13 +1,13 @@
-"""``TimedRecords``: a small, bounded, in-process memory of recent facts.
+"""What the guard remembers between requests: a small, bounded, in-process memory.
 
-The guard remembers two things between requests, both short-lived and both only useful
-in the process that saw them: attempts that failed upstream (so that their retries are
-not counted as repeats) and loops it has already noted (so that a loop that goes on
-after its note is refused). Neither needs a shared store: a retry goes through the
-client that saw the failure, and a note is only given once per process at worst.
+The guard remembers two things, both short-lived and both only useful in the process
+that saw them: attempts that failed upstream (:class:`RetryLedger`: their retries are
+not counted as repeats) and loops it has already noted (:class:`NoteMemory`: a loop that
+goes on after its note is refused). Neither needs a shared store: a retry goes through
+the client that saw the failure, and a note is only given once per process at worst.
 
-Memory is bounded twice: entries expire ``ttl`` seconds after they were written, and at
-most ``capacity`` are kept (the oldest go first).
+Both are :class:`TimedRecords`, bounded twice: entries expire ``ttl`` seconds after they
+were written, and at most ``capacity`` are kept (the oldest go first).
 """
 
 from __future__ import annotations
@@ -16,12 +16,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
-from loopfuse.errors import ConfigError
-from loopfuse.integrations._decision import Attempt, Loop
+from blake3 import blake3
 
-__all__ = ["RetryLedger", "TimedRecords", "retryable"]
+from loopfuse.errors import ConfigError, InvalidInputError
+from loopfuse.guard.request import PreparedRequest
+from loopfuse.intent import call_ids, canonical_json
+from loopfuse.loop import Loop
+
+__all__ = ["NoteMemory", "RetryLedger", "TimedRecords", "retryable"]
 
 K = TypeVar("K", bound=Hashable)
 _RETRYABLE: Final = frozenset({408, 409, 429})
@@ -137,14 +141,6 @@ class RetryLedger:
         """The attempt ``key`` got an answer: the next identical request is a repeat."""
         self._records.pop(key)
 
-    def report(self, attempt: Attempt, failed: bool, now: float, backoff: float | None) -> None:
-        """How a forwarded attempt ended upstream: failed (a retry may follow) or answered."""
-        key = (attempt.identity, attempt.fingerprint)
-        if failed:
-            self.failed(key, at=now, backoff=backoff, noted=attempt.noted)
-        else:
-            self.answered(key)
-
     def take(self, key: tuple[str, int], now: float) -> tuple[bool, Loop | None]:
         """Whether a request ``key`` is a retry (its last attempt failed and the backoff
         is up), and the loop that attempt was noted for. Either way the record is used up."""
@@ -152,3 +148,83 @@ class RetryLedger:
         if failed is None or now - failed.at < (failed.backoff or 0.0):
             return False, None
         return True, failed.noted
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+_THREADS_KEPT: Final = 8  # conversations remembered per (owner, kind, signature)
+
+
+@dataclass(frozen=True, slots=True)
+class _Thread:
+    """The conversation a note was written into, so that only a later request of *that*
+    conversation is refused for ignoring it: by the provider ids of its tool calls (each
+    run gets fresh ones, and keeps them in its history); in a dialect without ids, by
+    its canonical messages (a later request of the run starts with them)."""
+
+    ids: frozenset[str]
+    messages: int
+    digest: bytes
+
+    @classmethod
+    def of(cls, prepared: PreparedRequest) -> _Thread:
+        ids = call_ids(prepared.value)
+        if ids:
+            return cls(ids, 0, b"")
+        messages = _messages(prepared)
+        return cls(ids, len(messages), _digest(messages))
+
+    def continued_by(self, prepared: PreparedRequest) -> bool:
+        """Whether ``prepared`` is a later request of this conversation."""
+        if self.ids:
+            return self.ids <= call_ids(prepared.value)
+        messages = _messages(prepared)
+        if not self.digest or len(messages) < self.messages:
+            return False
+        return _digest(messages[: self.messages]) == self.digest
+
+
+def _messages(prepared: PreparedRequest) -> list[Any]:
+    intent = prepared.analysis.parsed_intent
+    messages = intent.get("messages") if isinstance(intent, dict) else None
+    return messages if isinstance(messages, list) else []
+
+
+def _digest(messages: list[Any]) -> bytes:
+    try:
+        return blake3(canonical_json(messages)).digest(16)
+    except (InvalidInputError, RecursionError, ValueError):
+        return b""  # cannot be written: never the same conversation as another
+
+
+class NoteMemory:
+    """The loops ``mode="warn"`` has noted, by (owner, kind, signature), each with the
+    conversations the note was written into: a later request of one of those
+    conversations that still loops the same way ignored its note.
+
+    >>> from loopfuse import Guard
+    >>> prepared = Guard().prepare(b'{"messages": [{"role": "user", "content": "hi"}]}')
+    >>> notes = NoteMemory(capacity=100, ttl=600.0)
+    >>> loop = Loop("repeat", "detector", "ls:1f", 3)
+    >>> notes.ignored(prepared, loop, now=0.0), notes.ignored(prepared, loop, now=1.0)
+    (False, True)
+    """
+
+    __slots__ = ("_records",)
+
+    def __init__(self, capacity: int, ttl: float) -> None:
+        self._records: TimedRecords[tuple[str, str, str], tuple[_Thread, ...]] = TimedRecords(
+            capacity, ttl
+        )
+
+    def ignored(self, prepared: PreparedRequest, loop: Loop, now: float) -> bool:
+        """Whether ``prepared`` goes on in a conversation that was noted about ``loop``;
+        if not, its conversation is remembered as noted (the caller notes it)."""
+        key = (prepared.owner(), loop.kind, loop.signature)
+        noted = self._records.get(key, now) or ()
+        if any(thread.continued_by(prepared) for thread in noted):
+            return True
+        # Not this conversation's note (another run of the same prompt, say): it is noted.
+        self._records.put(key, (*noted[-(_THREADS_KEPT - 1) :], _Thread.of(prepared)), now)
+        return False

@@ -1,4 +1,5 @@
-"""Per-request cache controls: ``Cache-Control`` and the cache namespace.
+"""The cache plan of a request: whether and under which key its answer may come from
+the cache, from its ``Cache-Control`` and its cache namespace.
 
 - ``Cache-Control: no-cache`` — skip the lookup, fetch a fresh answer and store it;
 - ``Cache-Control: no-store`` — neither look up nor store (it wins over ``no-cache``);
@@ -15,22 +16,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from loopfuse.dedup import RequestKey
+from loopfuse.guard.request import PreparedRequest
 from loopfuse.integrations import _facts
-from loopfuse.integrations._decision import CacheUse
-from loopfuse.integrations._prepared import Prepared
 
 __all__ = [
     "MAX_NAMESPACE_CHARS",
     "CacheControl",
     "CachePlan",
+    "CacheUse",
     "cache_control",
+    "forwarded",
     "namespace",
     "plan",
     "scoped_key",
 ]
+
+CacheUse = Literal["use", "refresh", "bypass"]
+"""How an integration uses the cache for a request: look it up and store the answer
+(``"use"``), skip the lookup but store the fresh answer (``"refresh"``,
+``Cache-Control: no-cache``), or neither (``"bypass"``)."""
 
 MAX_NAMESPACE_CHARS: Final = 256
 """The longest namespace accepted."""
@@ -166,24 +173,31 @@ def scoped_key(key: RequestKey, scope: str, streaming: bool, space: str | None) 
 
 
 def forwarded(
-    prepared: Prepared,
-    cache_streams: bool,
-    cache_sampled: bool,
-    cache_namespace: str | None,
-    cache_key: RequestKey | None = None,
+    prepared: PreparedRequest, cache_streams: bool, cache_sampled: bool, cache_namespace: str | None
 ) -> tuple[CachePlan, RequestKey | None]:
     """The cache plan of a forwarded request and, unless it bypasses the cache, the key
-    its answer goes under (built on ``cache_key`` when the caller has it already)."""
+    its answer goes under: its content's (or the name it was given,
+    :meth:`PreparedRequest.named <loopfuse.guard.request.PreparedRequest.named>`), for
+    its endpoint, answer form and namespace.
+
+    >>> from loopfuse import Guard, RequestContext
+    >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    >>> prepared = Guard().prepare(body, RequestContext(cache_control="no-cache"))
+    >>> chosen, key = forwarded(prepared, False, False, None)
+    >>> chosen.use, key is not None
+    ('refresh', True)
+    """
+    context = prepared.context
     chosen = plan(
         streaming=prepared.streaming,
         cache_streams=cache_streams,
         sampled=_facts.is_sampled(prepared.value),
         cache_sampled=cache_sampled,
-        control_header=prepared.cache_control,
-        namespace_header=prepared.namespace,
+        control_header=context.cache_control,
+        namespace_header=context.namespace,
         namespace_option=cache_namespace,
     )
     if chosen.use == "bypass":
         return chosen, None
-    key = cache_key or RequestKey.from_analysis(prepared.analysis, prepared.path)
-    return chosen, scoped_key(key, prepared.scope, prepared.streaming, chosen.namespace)
+    key = prepared.key or RequestKey.from_analysis(prepared.analysis, context.path)
+    return chosen, scoped_key(key, context.scope, prepared.streaming, chosen.namespace)

@@ -1,0 +1,710 @@
+"""``Guard``: the one decision every integration and ``loopfuse scan`` run before an LLM
+request goes out, and the data of that decision.
+
+An integration (an HTTP transport, a framework hook) hands :meth:`Guard.check` the
+request body it is about to send and gets back a :class:`GuardDecision`: forward it,
+refuse it (with a message written for the model), or forward it with a note for the
+model. The integration only translates that decision into its framework's terms, so
+every integration refuses, notes, caches and fails open in exactly the same way.
+
+One parse (:func:`~loopfuse.guard.request.prepare`) serves every step, in this order:
+
+1. :class:`~loopfuse.LoopBreaker` — the same request again and again in one session
+   (retry storms, stateless loops). The session is the integration's (a header, a
+   callable), else the end user the body names, else the opt-in ``shared_session``;
+   with none, the request is not counted. A retry of an attempt that failed upstream
+   is not counted again (see :meth:`Guard.outcome`);
+2. a detector's ``scan_intent`` (by default :class:`loopfuse.detector.LoopDetector`) —
+   the conversation ends in a tool-call loop, a cycle, or the same prose again and again;
+3. the **mode**: what a loop found by either makes — a refusal, a note for the model,
+   or (``"warn"``) a note first and a refusal when the loop goes on after it
+   (:class:`~loopfuse.guard.memory.NoteMemory`);
+4. for a request that goes on, the **cache plan** (:mod:`loopfuse.guard.cache_plan`) —
+   whether and under which key an answer may come from the :class:`~loopfuse.DedupCache`
+   (the integration does the lookup: only it knows what an answer is).
+
+Each decision is also an event (:mod:`loopfuse.events`), a request let through included.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal, Protocol, TypedDict, get_args, runtime_checkable
+
+from loopfuse.breaker import LoopBreaker, LoopDecision
+from loopfuse.dedup import DedupCache, RequestKey
+from loopfuse.errors import ConfigError, InvalidInputError
+from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
+from loopfuse.guard import cache_plan, request
+from loopfuse.guard.cache_plan import CacheUse
+from loopfuse.guard.memory import NoteMemory, RetryLedger, retryable
+from loopfuse.guard.request import NO_CONTEXT, PreparedRequest, RequestContext
+from loopfuse.integrations._notes import add_note
+from loopfuse.integrations._shapes import ErrorFormat, error_format
+from loopfuse.loop import HoldsLoop, Loop
+
+__all__ = [
+    "DEFAULT",
+    "Attempt",
+    "Guard",
+    "GuardDecision",
+    "GuardOptions",
+    "Mode",
+    "ScanVerdict",
+    "Scanner",
+    "build_guard",
+]
+
+logger = logging.getLogger("loopfuse")
+
+Mode = Literal["refuse", "note", "warn"]
+"""What the guard does with a looping request: ``"refuse"`` it; forward it with a
+``"note"`` for the model, every time; or ``"warn"``: note it the first time, refuse it
+when the same loop goes on after the note."""
+
+_MODES: Final = get_args(Mode)
+_NOTES_KEPT: Final = 10_000
+_IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
+_CACHE_ACTIONS: Final[dict[str, EventAction]] = {
+    "hit": "cache_hit",
+    "miss": "cache_miss",
+    "bypass": "cache_bypass",
+}
+
+
+class _Default(enum.Enum):
+    TOKEN = "DEFAULT"
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Final = _Default.TOKEN
+"""Marks a guard argument left to its default (``None`` turns that guard off)."""
+
+
+class ScanVerdict(Protocol):
+    """What a detector's ``scan`` returns: anything with ``loop``, the
+    :class:`~loopfuse.Loop` the conversation ends in or ``None``
+    (:class:`loopfuse.detector.Verdict` is one)."""
+
+    @property
+    def loop(self) -> Loop | None: ...
+
+
+@runtime_checkable
+class Scanner(Protocol):
+    """A detector the guard can ask, like :class:`loopfuse.detector.LoopDetector`.
+
+    ``scan(body)`` reads a whole request body; ``scan_intent(intent)`` the canonical
+    intent (:func:`loopfuse.intent.extract_intent`) the guard has already parsed, so
+    that a request is parsed once whichever guards run on it.
+    """
+
+    def scan(self, body: object) -> ScanVerdict: ...
+    def scan_intent(self, intent: object) -> ScanVerdict: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """Identifies a forwarded request for :meth:`Guard.outcome`: who sent it, what it
+    asked, and the loop it was noted for (a retry of it is noted again rather than
+    refused)."""
+
+    identity: str
+    fingerprint: int
+    counted: bool
+    noted: Loop | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GuardDecision(HoldsLoop):
+    """What :meth:`Guard.check` decided about a body.
+
+    ``action`` is ``"forward"`` (send the body as it is; ``value`` is its parsed form,
+    ``None`` when it is not an LLM request), ``"refuse"`` (do not send it: answer with an
+    error carrying ``message``) or ``"note"`` (send ``value`` instead: the body with
+    ``message`` added for the model). ``loop`` is the :class:`~loopfuse.Loop` refused
+    or noted: the breaker's (``kind="repeated_request"``, the request fingerprint in hex
+    as its ``signature``), the detector's (``"repeat"``, ``"cycle"``, ``"stagnation"``,
+    ...), or ``Loop("guard_failed", ...)`` for a refusal because a guard failed with
+    ``fail_closed``; ``None`` for a request forwarded as it is. Its ``kind``,
+    ``message``, ``signature``, ``count`` and ``tool_names`` are read here too.
+    ``fmt`` is the provider error shape for a refusal. ``error`` is set when a guard
+    failed and the request was let through (or refused, with ``fail_closed``).
+
+    ``session`` is the breaker session the request was counted in (``None``: not
+    counted). ``cache`` says how to use the cache (:data:`CacheUse`), under
+    ``cache_key``; ``cache_reason`` why it is bypassed. ``attempt`` is what
+    :meth:`Guard.outcome` needs to tell a retry from a repeat (``None`` where a retry
+    would be decided as its first try anyway: no breaker counts the session, and no
+    note was given); ``integration`` names the integration that asked. The repr leaves
+    out ``value`` (the conversation).
+
+    >>> decision = GuardDecision("refuse", loop=Loop("repeat", "detector", "ls:1f", 3))
+    >>> decision.refused, decision.kind, decision.count
+    (True, 'repeat', 3)
+    >>> "value" in repr(GuardDecision("forward", {"messages": ["a secret"]}))
+    False
+    """
+
+    action: Literal["forward", "refuse", "note"]
+    value: object = field(default=None, repr=False)
+    dialect: str | None = None
+    fmt: ErrorFormat = "openai"
+    loop: Loop | None = None
+    streaming: bool = False
+    cache_key: RequestKey | None = None
+    error: str | None = None
+    session: str | None = None
+    cache: CacheUse = "bypass"
+    cache_reason: str | None = None
+    attempt: Attempt | None = None
+    integration: str | None = None
+
+    @property
+    def refused(self) -> bool:
+        """Whether the request must not be sent."""
+        return self.action == "refuse"
+
+
+class GuardOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`Guard`, for the integrations that build one."""
+
+    breaker: LoopBreaker | _Default | None
+    detector: Scanner | _Default | None
+    cache: DedupCache[Any] | None
+    mode: Mode
+    cache_streams: bool
+    cache_sampled: bool
+    cache_namespace: str | None
+    shared_session: str | None
+    fail_closed: bool
+    on_event: EventCallback | None
+    clock: Callable[[], float] | None
+    warn_window: float
+
+
+class Guard:
+    """Breaker, detector, mode and cache plan for one request body; shared by every
+    integration and by ``loopfuse scan``.
+
+    Args:
+        breaker: a :class:`~loopfuse.LoopBreaker`; default ``LoopBreaker()`` (5 identical
+            requests per 30 s per session); ``None`` turns it off.
+        detector: a :class:`Scanner`; default :class:`loopfuse.detector.LoopDetector`
+            with its measured thresholds; ``None`` turns it off.
+        cache: a :class:`~loopfuse.DedupCache` of answers; default ``None`` (no cache:
+            caching answers is an explicit choice).
+        mode: ``"refuse"`` a looping request; forward it with a ``"note"`` for the model;
+            or ``"warn"``: note it the first time, refuse it when the same loop (same
+            session, kind and signature) goes on after the note in the conversation the
+            note was written into (known by its tool calls' provider ids).
+        cache_streams: cache streamed answers too (``stream: true``).
+        cache_sampled: serve sampled requests (temperature above 0, no seed) from the
+            cache too. Off by default: a caller asking for randomness gets a fresh sample.
+        cache_namespace: the namespace answers are stored and served under (a request's
+            own namespace, from its integration, wins); tenants in different namespaces
+            never share an answer.
+        shared_session: the breaker session of requests that name none (no session from
+            the integration, no end user in the body). ``None`` (default): such requests
+            are not counted, so unrelated users are never refused for each other.
+        fail_closed: refuse, instead of forwarding, a request the guard failed to check.
+        on_event: called with a :class:`~loopfuse.events.GuardEvent` for each decision
+            (a request let through included) and each junk input.
+        clock: seconds, for retries and notes; default the breaker's clock.
+        warn_window: seconds a note is remembered for ``mode="warn"`` (default 600).
+
+    A guard that fails internally lets the request through: one warning on the
+    ``loopfuse`` logger, counted in :attr:`internal_errors`. Junk in an input (a
+    non-string end-user id, a malformed ``Cache-Control``, an empty namespace) gets its
+    documented fallback, counted in :attr:`input_fallbacks`.
+
+    >>> from loopfuse import LoopBreaker, RequestContext
+    >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+    >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
+    >>> guard.check(body, RequestContext(session_id="s")).action
+    'forward'
+    >>> decision = guard.check(body, RequestContext(session_id="s"))
+    >>> decision.action, decision.kind
+    ('refuse', 'repeated_request')
+    >>> guard.check(body).action  # no session, no end user in the body: not counted
+    'forward'
+    """
+
+    def __init__(
+        self,
+        *,
+        breaker: LoopBreaker | _Default | None = DEFAULT,
+        detector: Scanner | _Default | None = DEFAULT,
+        cache: DedupCache[Any] | None = None,
+        mode: Mode = "refuse",
+        cache_streams: bool = False,
+        cache_sampled: bool = False,
+        cache_namespace: str | None = None,
+        shared_session: str | None = None,
+        fail_closed: bool = False,
+        on_event: EventCallback | None = None,
+        clock: Callable[[], float] | None = None,
+        warn_window: float = 600.0,
+    ) -> None:
+        if mode not in _MODES:
+            raise ConfigError(f"mode must be 'refuse', 'note' or 'warn', got {mode!r}")
+        if breaker is DEFAULT:
+            breaker = LoopBreaker()
+        elif breaker is not None and not isinstance(breaker, LoopBreaker):
+            raise ConfigError(f"breaker must be a LoopBreaker or None, not {breaker!r}")
+        if detector is DEFAULT:
+            detector = _default_detector()
+        elif detector is not None and not isinstance(detector, Scanner):
+            raise ConfigError(
+                f"detector must have scan(body) and scan_intent(intent) methods, not {detector!r}"
+            )
+        if cache is not None and not isinstance(cache, DedupCache):
+            raise ConfigError(f"cache must be a DedupCache or None, not {cache!r}")
+        for name, text in (
+            ("cache_namespace", cache_namespace),
+            ("shared_session", shared_session),
+        ):
+            if text is not None and not (isinstance(text, str) and text.strip()):
+                raise ConfigError(f"{name} must be a non-empty str or None, got {text!r}")
+        if clock is not None and not callable(clock):
+            raise ConfigError("clock must be a callable returning seconds as a float")
+        self.breaker: LoopBreaker | None = breaker
+        self.detector: Scanner | None = detector
+        self.cache = cache
+        self.mode: Mode = mode
+        self.cache_streams = bool(cache_streams)
+        self.cache_sampled = bool(cache_sampled)
+        self.cache_namespace = cache_namespace
+        self.shared_session = shared_session
+        self.fail_closed = bool(fail_closed)
+        if clock is None:
+            clock = time.monotonic if breaker is None else breaker.clock
+        self.clock: Callable[[], float] = clock
+        self.events = EventSink(on_event)
+        """Where the guard's events go (``events.errors`` counts a raising callback)."""
+        self.internal_errors = 0
+        """How many checks failed internally (let through unless ``fail_closed``)."""
+        self.input_fallbacks = 0
+        """How many junk inputs got their documented fallback."""
+        self._retries = RetryLedger()
+        self._notes = NoteMemory(_NOTES_KEPT, warn_window)
+        self._lock = threading.Lock()
+
+    # --- the ways in ---------------------------------------------------------------------
+
+    def check(self, body: object, context: RequestContext | None = None) -> GuardDecision:
+        """Decide ``body`` (``bytes``, ``str`` or a parsed mapping), sent in ``context``
+        (what the caller knows about the request: its path, session, ...; see
+        :class:`RequestContext`). A body that is not an LLM request of a known dialect
+        is forwarded unchecked. :meth:`prepare` then :meth:`decide`, failing open.
+        """
+        begun = self._begin(body, context)
+        if isinstance(begun, GuardDecision):
+            return begun
+        return self.decide(begun)
+
+    async def acheck(self, body: object, context: RequestContext | None = None) -> GuardDecision:
+        """:meth:`check` for asyncio: the breaker's store is awaited (an
+        :class:`~loopfuse.stores.redis.AsyncRedisStore`, or a sync store in a worker
+        thread), so the event loop never waits for it. The in-memory store is checked
+        in line.
+
+        >>> import asyncio
+        >>> from loopfuse import LoopBreaker, RequestContext
+        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
+        >>> asked = RequestContext(session_id="s")
+        >>> [asyncio.run(guard.acheck(body, asked)).action for _ in range(2)]
+        ['forward', 'refuse']
+        """
+        begun = self._begin(body, context)
+        if isinstance(begun, GuardDecision):
+            return begun
+        return await self.adecide(begun)
+
+    def prepare(
+        self, body: object, context: RequestContext | None = None
+    ) -> PreparedRequest | None:
+        """The first step of :meth:`check`: one parse of ``body``, sent in ``context``.
+
+        ``None`` for a body that is not an LLM request of a known dialect (``check``
+        forwards those unchecked). An internal error is raised, not caught: ``check``
+        would have let the request through (see :meth:`failure`).
+
+        >>> prepared = Guard().prepare(b'{"input": "hi", "user": "u-1"}')
+        >>> prepared.dialect, prepared.session
+        ('openai_responses', 'u-1')
+        """
+        context = _checked(context)
+        prepared, junk = request.prepare(body, context, self.shared_session)
+        if junk:
+            self._fallbacks(junk, context.integration)
+        if prepared is None:
+            return None
+        if not len(self._retries):  # no attempt has failed: nothing can be a retry
+            return prepared
+        retry, noted = self._retries.take((prepared.identity, prepared.fingerprint), self.clock())
+        return replace(prepared, retry=retry, retry_noted=noted) if retry else prepared
+
+    def decide(
+        self, prepared: PreparedRequest, *, verdict: ScanVerdict | None = None
+    ) -> GuardDecision:
+        """The second step of :meth:`check`: the decision on a request :meth:`prepare`
+        made, failing open (or closed).
+
+        ``verdict`` is the detector's verdict on the request, when the caller already has
+        it (``loopfuse scan`` replays a conversation once for all its requests); left
+        out, the detector is asked. It is only read when the detector is on and the
+        breaker let the request go, as in ``check``. To have the breaker and the cache
+        know a request by a name of the caller's, decide :meth:`PreparedRequest.named
+        <loopfuse.guard.request.PreparedRequest.named>`.
+
+        >>> from loopfuse import LoopBreaker
+        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+        >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
+        >>> prepared = guard.prepare(body, RequestContext(session_id="s"))
+        >>> [guard.decide(prepared).action for _ in range(2)]
+        ['forward', 'refuse']
+        """
+        try:
+            counted = None  # the one step that touches the breaker's store (adecide awaits it)
+            breaker = self.breaker
+            if breaker is not None and prepared.session is not None and not prepared.retry:
+                counted = breaker.check(prepared.session, prepared.fingerprint)
+            return self._finish(prepared, counted, verdict)
+        except ConfigError:
+            raise  # a sync check on an async-only store: a programming error, not a failure
+        except Exception as exc:  # fail open (or closed): a guard never takes a request down
+            return self.failure(exc, prepared.context)
+
+    async def adecide(
+        self, prepared: PreparedRequest, *, verdict: ScanVerdict | None = None
+    ) -> GuardDecision:
+        """:meth:`decide` for asyncio: the breaker's store is awaited."""
+        try:
+            counted = None
+            breaker = self.breaker
+            if breaker is not None and prepared.session is not None and not prepared.retry:
+                counted = await breaker.acheck(prepared.session, prepared.fingerprint)
+            return self._finish(prepared, counted, verdict)
+        except ConfigError:
+            raise  # a misuse of the guard, not a request it failed to check
+        except Exception as exc:  # fail open: a guard must never take the request path down
+            return self.failure(exc, prepared.context)
+
+    # --- what integrations tell the guard -------------------------------------------------
+
+    def outcome(
+        self,
+        decision: GuardDecision,
+        status: int | None = None,
+        *,
+        error: BaseException | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """Tell the guard how a forwarded request ended upstream; never raises.
+
+        ``status`` is the HTTP status, ``error`` the exception (a timeout, a connection
+        error) when there was no response, ``retry_after`` the backoff in seconds the
+        upstream asked for. After a failure (``408``, ``409``, ``429``, ``5xx``, an
+        error), the next identical request of the same session is a retry: it is not
+        counted by the breaker again, unless it comes before ``retry_after`` is up.
+        After an answer, an identical request is a repeat and is counted.
+        """
+        attempt = decision.attempt
+        if attempt is None:
+            return
+        try:
+            key = (attempt.identity, attempt.fingerprint)
+            if error is not None or (status is not None and retryable(status)):
+                self._retries.failed(key, at=self.clock(), backoff=retry_after, noted=attempt.noted)
+            else:
+                self._retries.answered(key)
+        except Exception as exc:  # reporting an outcome must never break the response path
+            self.internal_error(exc, decision.integration)
+
+    def input_fallback(self, reasons: list[str], integration: str | None = None) -> None:
+        """Count junk inputs an integration met and fell back from (one event each)."""
+        self._fallbacks(reasons, integration)
+
+    def cache_event(self, decision: GuardDecision, outcome: str) -> None:
+        """Emit the cache event of a request (``"hit"``, ``"miss"`` or ``"bypass"``), for
+        integrations that look the cache up; nothing when no cache is configured."""
+        action = _CACHE_ACTIONS.get(outcome)
+        if self.cache is not None and action is not None:
+            reason = decision.cache_reason if action == "cache_bypass" else None
+            self._say(action, "cache", decision.session, None, reason, decision.integration)
+
+    def failure(self, exc: BaseException, context: RequestContext | None = None) -> GuardDecision:
+        """Count and log an internal failure; the decision for the request, sent in
+        ``context``, that it hit.
+
+        For integrations whose own preparation (reading a session id, say) fails:
+        forward unchecked, or refuse (``kind="guard_failed"``) when ``fail_closed``.
+        """
+        context = _checked(context)
+        error = repr(exc)
+        self._count_failure(exc)
+        integration = context.integration
+        if not self.fail_closed:
+            self._say("fail_open", "guard", None, _GUARD_FAILED, error, integration)
+            self._say("request_forwarded", "guard", None, None, "the guard failed", integration)
+            return GuardDecision("forward", error=error, integration=integration)
+        failed = Loop("guard_failed", "guard", message=_failed_message(error))
+        self._say("fail_closed", "guard", None, failed, error, integration)
+        return GuardDecision(
+            "refuse",
+            fmt=error_format(context.path, None),
+            loop=failed,
+            error=error,
+            integration=integration,
+            cache_reason="the guard failed",
+        )
+
+    def internal_error(self, exc: BaseException, integration: str | None = None) -> None:
+        """Count and log an internal failure that decides no request (a cache that failed
+        to store an answer already served, say): an event ``fail_open``, since whatever
+        it hit goes on."""
+        self._count_failure(exc)
+        self._say("fail_open", "guard", None, _GUARD_FAILED, repr(exc), integration)
+
+    def __repr__(self) -> str:
+        return (
+            f"Guard(breaker={self.breaker!r}, detector={self.detector!r}, cache={self.cache!r}, "
+            f"mode={self.mode!r})"
+        )
+
+    # --- the decision --------------------------------------------------------------------
+
+    def _begin(
+        self, body: object, context: RequestContext | None
+    ) -> PreparedRequest | GuardDecision:
+        """:meth:`prepare` for ``check`` and ``acheck``, or the decision when there is
+        nothing to check (not an LLM request) or the parse failed (fail open)."""
+        context = _checked(context)  # a context that is not one is a misuse: it raises
+        try:
+            prepared = self.prepare(body, context)
+        except Exception as exc:  # fail open: a guard must never take the request path down
+            return self.failure(exc, context)
+        if prepared is None:  # not an LLM request of a known dialect
+            integration = context.integration
+            self._say("request_forwarded", "guard", None, None, "not checked", integration)
+            return GuardDecision("forward", integration=integration, cache_reason="not checked")
+        return prepared
+
+    def _finish(
+        self, prepared: PreparedRequest, counted: LoopDecision | None, verdict: ScanVerdict | None
+    ) -> GuardDecision:
+        """The decision on ``prepared``, given the breaker's count (``None``: not
+        counted) and, when the caller has it, the detector's verdict."""
+        if prepared.retry and self.breaker is not None and prepared.session is not None:
+            self._about("retry_forgiven", "breaker", prepared, None, "a retry")
+        loop: Loop | None = None
+        if counted is not None:
+            if counted.error is not None:
+                if counted.allowed:
+                    self._about("fail_open", "breaker", prepared, _BREAKER_FAILED, counted.error)
+                else:
+                    message = _failed_message(counted.error)
+                    failed = Loop("guard_failed", "breaker", message=message)
+                    decision = self._decided(prepared, "refuse", failed)
+                    self._about("fail_closed", "breaker", prepared, failed, counted.error)
+                    return decision
+            else:
+                loop = counted.loop
+        if loop is None and prepared.retry_noted is not None:
+            return self._note(prepared, prepared.retry_noted)  # a retry is noted like its try
+        if loop is None and self.detector is not None:
+            if verdict is None:
+                verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
+            loop = verdict.loop
+        if loop is None:
+            return self._forward(prepared)
+        if not loop.message:  # a detector of the caller's that gave no message
+            loop = replace(loop, message=f"loopfuse: loop detected ({loop.kind})")
+        if self.mode == "refuse":
+            return self._refuse(prepared, loop)
+        if self.mode == "warn" and self._notes.ignored(prepared, loop, self.clock()):
+            return self._refuse(prepared, replace(loop, message=f"{loop.message} {_IGNORED_NOTE}"))
+        return self._note(prepared, loop)
+
+    # Each way out says its decision once it is made: a step that fails before it (the
+    # request then fails open or closed) leaves one decision event, not two.
+
+    def _refuse(self, prepared: PreparedRequest, loop: Loop) -> GuardDecision:
+        decision = self._decided(prepared, "refuse", loop)
+        self._about("loop_refused", loop.guard, prepared, loop)
+        return decision
+
+    def _note(self, prepared: PreparedRequest, loop: Loop) -> GuardDecision:
+        noted = add_note(prepared.value, prepared.fmt, f"[loopfuse] {loop.message}")
+        if noted is None:  # no place for a note in this body: warn stops, note lets it go
+            return self._refuse(prepared, loop) if self.mode == "warn" else self._forward(prepared)
+        decision = self._decided(prepared, "note", loop, noted)
+        self._about("loop_noted", loop.guard, prepared, loop)
+        return decision
+
+    def _forward(self, prepared: PreparedRequest) -> GuardDecision:
+        if self.cache is None:
+            decision = self._decided(
+                prepared, "forward", None, cache_reason="no cache is configured"
+            )
+        else:
+            chosen, key = cache_plan.forwarded(
+                prepared, self.cache_streams, self.cache_sampled, self.cache_namespace
+            )
+            if chosen.junk:
+                self._fallbacks(chosen.junk, prepared.context.integration)
+            decision = self._decided(
+                prepared,
+                "forward",
+                None,
+                cache=chosen.use,
+                cache_key=key,
+                cache_reason=chosen.reason,
+            )
+        self._about("request_forwarded", "guard", prepared)
+        return decision
+
+    def _decided(
+        self,
+        prepared: PreparedRequest,
+        action: Literal["forward", "refuse", "note"],
+        loop: Loop | None,
+        noted: object = None,
+        *,
+        cache: CacheUse = "bypass",
+        cache_key: RequestKey | None = None,
+        cache_reason: str | None = None,
+    ) -> GuardDecision:
+        """The decision: ``action`` for ``loop`` (if any); ``noted`` is the body with a
+        note. The cache plan is a forwarded request's: one refused or noted for a loop
+        bypasses the cache."""
+        # Whether the breaker counts this session's requests, and counted this one (a
+        # retry of a failed attempt it is not). Only then, or for a request noted (whose
+        # retry is noted again), can a retry follow: only those need an Attempt (and so
+        # a fingerprint).
+        counts = self.breaker is not None and prepared.session is not None
+        counted = counts and not prepared.retry
+        attempt = None
+        if counts or noted is not None:
+            attempt = Attempt(
+                prepared.identity, prepared.fingerprint, counted, None if noted is None else loop
+            )
+        return GuardDecision(
+            action,
+            prepared.value if noted is None else noted,
+            prepared.dialect,
+            prepared.fmt,
+            loop,
+            prepared.streaming,
+            cache_key,
+            None,
+            prepared.session if counted else None,
+            cache,
+            cache_reason if loop is None else f"the request was {action}d",
+            attempt,
+            prepared.context.integration,
+        )
+
+    # --- counts and events ---------------------------------------------------------------
+
+    def _count_failure(self, exc: BaseException) -> None:
+        with self._lock:
+            self.internal_errors += 1
+        action = "refusing" if self.fail_closed else "forwarding"
+        logger.warning("loopfuse: guard check failed, %s the request: %r", action, exc)
+
+    def _fallbacks(self, reasons: list[str] | tuple[str, ...], integration: str | None) -> None:
+        """Count junk inputs that got their fallback, one event each."""
+        if not reasons:
+            return
+        with self._lock:
+            self.input_fallbacks += len(reasons)
+        for reason in reasons:
+            self._say("input_fallback", "guard", None, None, reason, integration)
+
+    def _about(
+        self,
+        action: EventAction,
+        guard: str,
+        prepared: PreparedRequest,
+        loop: Loop | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """An event about a prepared request (and the loop it is about, if any)."""
+        self._say(action, guard, prepared.session, loop, reason, prepared.context.integration)
+
+    def _say(
+        self,
+        action: EventAction,
+        guard: str,
+        session: str | None,
+        loop: Loop | None,
+        reason: str | None,
+        integration: str | None,
+    ) -> None:
+        """An event; built only when there is a callback to receive it."""
+        if self.events.enabled:
+            self.events.emit(
+                GuardEvent(
+                    action, guard, session, reason=reason, integration=integration, loop=loop
+                )
+            )
+
+
+_BREAKER_FAILED: Final = Loop("guard_failed", "breaker")
+_GUARD_FAILED: Final = Loop("guard_failed", "guard")
+
+
+def _failed_message(error: str) -> str:
+    """The message of a request refused because a guard failed (``fail_closed``)."""
+    return f"loopfuse: request refused because the loop guard failed: {error}"
+
+
+def _checked(context: RequestContext | None) -> RequestContext:
+    """``context``, or the empty one for ``None``; anything else is a misuse."""
+    if context is None:
+        return NO_CONTEXT
+    if not isinstance(context, RequestContext):
+        raise InvalidInputError(
+            f"context must be a RequestContext or None, not {type(context).__name__}"
+        )
+    return context
+
+
+def _default_detector() -> Scanner | None:
+    """A ``LoopDetector()`` with its measured defaults, or ``None`` if it is unavailable."""
+    try:
+        from loopfuse.detector import LoopDetector
+    except ImportError:  # pragma: no cover - the detector ships with loopfuse
+        return None
+    return LoopDetector()
+
+
+def build_guard(guard: Guard | None, options: GuardOptions) -> Guard:
+    """``guard``, or a new :class:`Guard` built from ``options``; never both (for the
+    integrations, which take either).
+
+    >>> build_guard(None, {"mode": "note"}).mode
+    'note'
+    >>> build_guard(Guard(), {"mode": "note"})
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: pass either guard= or the guard's options (mode), not both
+    """
+    if guard is None:
+        return Guard(**options)
+    if not isinstance(guard, Guard):
+        raise ConfigError(f"guard must be a Guard, not {type(guard).__name__}")
+    if options:
+        names = ", ".join(sorted(options))
+        raise ConfigError(f"pass either guard= or the guard's options ({names}), not both")
+    return guard

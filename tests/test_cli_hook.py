@@ -318,7 +318,7 @@ def test_scan_reads_a_settings_file_with_a_hook_table(tmp_path: Path) -> None:
 
     config = tmp_path / "loopfuse.toml"
     config.write_text('max_strikes = 2\n[hook]\nmode = "refuse"\n')
-    assert apply(load_toml(config), Settings(), str(config)).max_strikes == 2
+    assert apply(load_toml(config), Settings(), str(config)).detector.max_strikes == 2
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from loopfuse.errors import ConfigError
 
@@ -65,6 +65,7 @@ __all__ = [
 ]
 
 _METADATA: Final = "loopfuse.setting"
+_T = TypeVar("_T")
 
 
 class _NoOff:
@@ -129,12 +130,14 @@ class Kind:
     :class:`~loopfuse.errors.ConfigError` with a message that starts ``must be`` (the
     caller puts the flag or the key in front). ``off`` is the value that switches the
     setting off (:data:`NO_OFF`: none); ``switch`` says a flag of this kind takes no
-    value (``--x`` / ``--no-x``); ``metavar`` names the value in ``--help``.
+    value (``--x`` / ``--no-x``); ``metavar`` names the value in ``--help``, and
+    ``choices`` the values it allows, when they are a list.
     """
 
     off: object = NO_OFF
     switch: bool = False
     metavar: str = "VALUE"
+    choices: tuple[str, ...] = ()
 
     def check(self, value: object, name: str) -> object:
         """``value`` as kept, or :class:`SettingError` naming ``name``."""
@@ -168,7 +171,7 @@ class Integer(Kind):
         if off:
             self.off = None
         self.note = f" ({note})" if note else ""
-        self.metavar = "COUNT" if minimum >= 1 else "INT"
+        self.metavar = "COUNT" if minimum == 1 else "INT"
 
     def check(self, value: object, name: str) -> object:
         if value is None and self.off is None:
@@ -583,7 +586,7 @@ def check_fields(obj: object) -> None:
             object.__setattr__(obj, name, kept)
 
 
-def replace(obj: Any, changes: Mapping[str, object]) -> Any:
+def replace(obj: _T, changes: Mapping[str, object]) -> _T:
     """``obj`` (a settings dataclass) with ``changes`` by field name, checked; an unknown
     name is a :class:`SettingError` naming it.
 
@@ -604,4 +607,4 @@ def replace(obj: Any, changes: Mapping[str, object]) -> Any:
             close = difflib.get_close_matches(name, sorted(names), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise SettingError(f"{type(obj).__name__} has no setting {{0}}{hint}", name)
-    return dataclasses.replace(obj, **changes)
+    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]

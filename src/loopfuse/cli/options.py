@@ -23,12 +23,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from loopfuse.errors import ConfigError
-from loopfuse.fields import Kind, Setting, SettingError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.detector.settings import DetectorSettings
+    from loopfuse.fields import Kind, Setting
     from loopfuse.integrations._decision import Mode
 
 __all__ = [
@@ -144,7 +144,7 @@ calls) with 1 <= errors <= calls <= detector_window (10), got (10, 12)
     True
     """
     from loopfuse.detector.settings import default_settings
-    from loopfuse.fields import replace
+    from loopfuse.fields import SettingError, replace
 
     by_key = {option.name: option.setting for option in detector_options()}
     changes: dict[str, object] = {}

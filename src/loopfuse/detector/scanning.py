@@ -200,30 +200,31 @@ def _answers_can_trip(
         return True  # ignored calls reshape batches: do not guess, replay the window
     reading = settings.error_reading
     answers = answers_of(final, messages, last + 1, tool_run_end(messages, last + 1), reading)
-    if answers is None or answers.facts[1]:
+    if answers is None:
         return False
-    tail = _Tail(messages, last, final, answers)
-    return any(
-        signal.could_trip(tail)
-        for signal in ANSWER_SIGNALS
-        if signal.threshold(settings) is not None
-    )
+    error, empty = answers.facts
+    if empty:
+        return False
+    tail = _Tail(messages, last, final, answers, error)
+    for signal in ANSWER_SIGNALS:
+        if getattr(settings, signal.setting) is not None and signal.could_trip(tail):
+            return True
+    return False
 
 
 class _Tail:
     """The final batch of a conversation, its answers known (a signals' ``Tail``)."""
 
-    __slots__ = ("answers", "final", "last", "messages")
+    __slots__ = ("answers", "error", "final", "last", "messages")
 
-    def __init__(self, messages: list[Any], last: int, final: Batch, answers: BatchAnswers):
+    def __init__(
+        self, messages: list[Any], last: int, final: Batch, answers: BatchAnswers, error: bool
+    ) -> None:
         self.messages = messages
         self.last = last
         self.final = final
         self.answers = answers
-
-    @property
-    def error(self) -> bool:
-        return self.answers.facts[0]
+        self.error = error
 
     def pair(self) -> tuple[HistoryEntry, HistoryEntry] | None:
         messages, final = self.messages, self.final

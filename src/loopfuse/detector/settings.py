@@ -63,7 +63,7 @@ _TOOL_NAMES: Final = Names("tool names")
 _PATTERNS: Final = Names("patterns", items=False)  # each one is checked by its classifier
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DetectorSettings:
     """Every setting of a :class:`~loopfuse.detector.LoopDetector`, checked once: each
     field is declared here with its default, its kind, a one-line help and its off

@@ -170,6 +170,9 @@ class DetectorSettings:
     )
     reader: BatchReader = field(init=False, compare=False, repr=False)
     """How batches are read with these settings (:mod:`loopfuse.detector.reader`)."""
+    error_reading: ErrorReading = field(init=False, compare=False, repr=False)
+    """Which evidence of an error beyond the text heuristics is read: the flags results
+    carry (``error_flags``), the frameworks' answers (``framework_errors``)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -190,6 +193,7 @@ class DetectorSettings:
             framework_errors=self.framework_errors,
         )
         object.__setattr__(self, "reader", reader)
+        object.__setattr__(self, "error_reading", reader.error_reading)  # read on every scan
 
     def _check_rules(self) -> None:
         """The rules between fields: what must fit the window."""
@@ -226,12 +230,6 @@ class DetectorSettings:
                 most=window // 2 - 1,
                 checks=checks,
             )
-
-    @property
-    def error_reading(self) -> ErrorReading:
-        """Which evidence of an error beyond the text heuristics is read: the flags results
-        carry (``error_flags``), the frameworks' answers (``framework_errors``)."""
-        return self.reader.error_reading
 
     @property
     def allowance(self) -> int | None:

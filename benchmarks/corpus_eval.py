@@ -226,7 +226,7 @@ def flags_of(
 # Every signal off: a configuration turns on the ones it names.
 ALL_OFF: dict[str, Any] = {
     "max_strikes": None,
-    "max_cycle_period": 0,
+    "max_cycle_period": None,
     "max_error_streak": None,
     "max_near_repeats": None,
     "max_unchanged_checks": None,

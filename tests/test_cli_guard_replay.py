@@ -22,9 +22,12 @@ from loopfuse import Guard, GuardDecision, RequestContext, intent
 from loopfuse.cli.config import Settings, guard_of
 from loopfuse.cli.decisions import FakeClock, scan_source
 from loopfuse.cli.readers import read_bytes
+from loopfuse.detector import DetectorSettings
 
 CONFIGS = {
-    "all guards, strict": Settings(max_repeats=1, max_strikes=1, cache_ttl=5.0, mode="refuse"),
+    "all guards, strict": Settings(
+        max_repeats=1, detector=DetectorSettings(max_strikes=1), cache_ttl=5.0, mode="refuse"
+    ),
     "cache only": Settings(guards=("dedup",), cache_ttl=7.0, mode="refuse"),
     "breaker only": Settings(guards=("breaker",), max_repeats=1, window=5.0, mode="refuse"),
     "defaults": Settings(mode="refuse"),

@@ -318,7 +318,7 @@ def test_scan_reads_a_settings_file_with_a_hook_table(tmp_path: Path) -> None:
 
     config = tmp_path / "loopfuse.toml"
     config.write_text('max_strikes = 2\n[hook]\nmode = "refuse"\n')
-    assert apply(load_toml(config), Settings(), str(config)).max_strikes == 2
+    assert apply(load_toml(config), Settings(), str(config)).detector.max_strikes == 2
 
 
 @pytest.mark.parametrize(
@@ -467,6 +467,28 @@ def test_an_after_hook_does_not_import_the_detector(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     assert done.stdout.decode().strip() == "('', 0) False"
+
+
+def test_an_after_hook_given_detector_settings_reads_only_their_declaration(
+    tmp_path: Path,
+) -> None:
+    """Its detector flags and keys are read by DetectorSettings' fields, which cost no
+    classifier, no intent parser, no run."""
+    config = tmp_path / "loopfuse.toml"
+    config.write_text("max_strikes = 4\ndetector_window = 40\n")
+    payload = json.dumps(claude_post("ls", "t1", "a.py"))
+    argv = ["--state-dir", str(tmp_path), "--config", str(config), "--no-error-aware"]
+    code = (
+        "import sys; from loopfuse.cli.hook import handle;"
+        f"print(handle({payload!r}.encode(), {argv!r}, {{}}, lambda: 0.0));"
+        "print(sorted(m for m in sys.modules if m.startswith('loopfuse.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    answer, loaded = done.stdout.decode().strip().splitlines()
+    assert answer == "('', 0)"
+    assert "loopfuse.detector.settings" in loaded
+    for heavy in ("shell", "reader", "core", "signals", "tools", "loopfuse.intent"):
+        assert heavy not in loaded, heavy
 
 
 def test_the_hook_bounds_the_state_with_the_detector_default_window() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from loopfuse.detector import LoopDetected, LoopDetector, ToolCall, results_digest
-from loopfuse.detector.cycles import find_cycle
 from loopfuse.detector.records import HistoryEntry
+from loopfuse.detector.signals.cycle import find_cycle
+from loopfuse.errors import ConfigError
 
 EDIT = [ToolCall("edit", {"path": "a.py", "line": 3, "text": "x = 1"})]
 TEST = [ToolCall("run_tests", {"path": "tests/"})]
@@ -81,8 +82,10 @@ def test_cycles_longer_than_max_cycle_period_are_not_looked_for() -> None:
 
 def test_cycle_detection_can_be_switched_off() -> None:
     laps = [(EDIT, "e"), (TEST, "t")] * 10
-    assert play(LoopDetector(max_cycle_period=0), laps) == 20
-    assert LoopDetector(max_cycle_period=1).max_cycle_period == 0
+    assert play(LoopDetector(max_cycle_period=None), laps) == 20
+    for short in (0, 1):
+        with pytest.raises(ConfigError, match="use None to turn cycles off"):
+            LoopDetector(max_cycle_period=short)
 
 
 def test_read_only_cycles_get_the_observation_allowance() -> None:

@@ -71,7 +71,7 @@ def test_max_strikes_0_raises_on_the_first() -> None:
 
 def test_default_max_strikes_is_three() -> None:
     det = LoopDetector()
-    assert det.max_strikes == 3
+    assert det.settings.max_strikes == 3
     assert run_until_refused(det, WRITE, ["ok"] * 10) == 3
 
 
@@ -308,7 +308,8 @@ def test_fresh_has_the_settings_and_none_of_the_state() -> None:
     det = LoopDetector(max_strikes=1, max_observation_steps=7, max_cycle_laps=4)
     step(det, WRITE, "ok")
     clone = det.fresh()
-    assert (clone.max_strikes, clone.max_observation_steps, clone.max_cycle_laps) == (1, 7, 4)
+    kept = clone.settings
+    assert (kept.max_strikes, kept.max_observation_steps, kept.max_cycle_laps) == (1, 7, 4)
     assert clone.check(WRITE).count == 1
     with pytest.raises(LoopDetected):
         det.check(WRITE)

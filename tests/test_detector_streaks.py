@@ -18,7 +18,7 @@ from loopfuse.errors import ConfigError, InvalidInputError
 MISSING = (
     "Traceback (most recent call last):\n  File \"x\"\nModuleNotFoundError: No module named 'yaml'"
 )
-ONLY = {"max_strikes": None, "max_cycle_period": 0, "error_aware": False}
+ONLY = {"max_strikes": None, "max_cycle_period": None, "error_aware": False}
 OFF = {
     "max_error_streak": None,
     "max_near_repeats": None,

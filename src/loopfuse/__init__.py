@@ -49,12 +49,6 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
         ToolCall,
         Verdict,
         batch_signature,
-        is_contentless,
-        is_costly_batch,
-        is_digest,
-        is_observation_batch,
-        looks_like_error,
-        normalize_answer,
         results_digest,
         scan,
         scan_intent,
@@ -125,13 +119,7 @@ __all__ = [
     "__version__",
     "batch_signature",
     "intent",
-    "is_contentless",
-    "is_costly_batch",
-    "is_digest",
-    "is_observation_batch",
     "log_events",
-    "looks_like_error",
-    "normalize_answer",
     "results_digest",
     "scan",
     "scan_intent",
@@ -184,20 +172,25 @@ _LAZY: Final[dict[str, str]] = {
     "Verdict": "loopfuse.detector",
     "batch_signature": "loopfuse.detector",
     "intent": "loopfuse.intent",
-    "is_contentless": "loopfuse.detector",
-    "is_costly_batch": "loopfuse.detector",
-    "is_digest": "loopfuse.detector",
-    "is_observation_batch": "loopfuse.detector",
     "log_events": "loopfuse.events",
-    "looks_like_error": "loopfuse.detector",
-    "normalize_answer": "loopfuse.detector",
     "results_digest": "loopfuse.detector",
     "scan": "loopfuse.detector",
     "scan_intent": "loopfuse.detector",
 }
 
 
-__getattr__ = lazy_exports(__name__, globals(), _LAZY)
+# The detector's low-level helpers are the detector's (issue 19): ``loopfuse.X`` still
+# works, with a DeprecationWarning.
+_MOVED: Final[dict[str, str]] = {
+    "is_contentless": "loopfuse.detector",
+    "is_costly_batch": "loopfuse.detector",
+    "is_digest": "loopfuse.detector",
+    "is_observation_batch": "loopfuse.detector",
+    "looks_like_error": "loopfuse.detector",
+    "normalize_answer": "loopfuse.detector",
+}
+
+__getattr__ = lazy_exports(__name__, globals(), _LAZY, _MOVED)
 
 
 def __dir__() -> list[str]:

@@ -33,7 +33,10 @@ def public_dir(namespace: dict[str, Any]) -> list[str]:
 
 
 def lazy_exports(
-    package: str, namespace: dict[str, Any], exports: dict[str, str]
+    package: str,
+    namespace: dict[str, Any],
+    exports: dict[str, str],
+    moved: dict[str, str] | None = None,
 ) -> Callable[[str], object]:
     """A package's ``__getattr__`` (PEP 562) that imports each public name from its
     module (``exports``: name → module) the first time it is asked for, and keeps it
@@ -43,6 +46,8 @@ def lazy_exports(
 
     A program that uses one part of a package (``loopfuse hook`` uses the detector)
     then does not pay for importing the others; ``from package import X`` works as ever.
+    ``moved`` names what the package no longer exports (name → the module that does):
+    it still works, with a :class:`DeprecationWarning` saying where to import it from.
 
     >>> space = {}
     >>> getattr_ = lazy_exports("os", space, {"sep": "os.path", "path": "os.path"})
@@ -52,6 +57,15 @@ def lazy_exports(
 
     def __getattr__(name: str) -> object:
         module = exports.get(name)
+        if module is None and moved is not None and name in moved:
+            import warnings  # here: only a deprecated name pays for it
+
+            warnings.warn(
+                f"{package}.{name} is deprecated: import it from {moved[name]}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(importlib.import_module(moved[name]), name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value: object = importlib.import_module(module)

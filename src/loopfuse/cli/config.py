@@ -4,10 +4,12 @@ Every option has one name. On the command line it is ``--name-with-dashes``; in 
 file (``--config FILE``) it is ``name_with_underscores`` (dashes are accepted too), at the
 top level, in a ``[loopfuse]`` table, or in ``[tool.loopfuse]`` (so ``pyproject.toml``
 works). Flags override the file; the file overrides the defaults, which are the guards'
-own defaults (read from the guard classes, so they cannot drift).
+own defaults (read from the guard classes, so they cannot drift). The detector's options
+are its settings' fields (:func:`~loopfuse.cli.options.detector_options`), kept as one
+:class:`~loopfuse.detector.DetectorSettings`.
 
 >>> settings = Settings()
->>> settings.max_repeats, settings.max_strikes, settings.turn_seconds
+>>> settings.max_repeats, settings.detector.max_strikes, settings.turn_seconds
 (5, 3, 2.0)
 >>> apply({"max_strikes": "2", "guards": "detector,dedup"}, Settings(), "flags").guards
 ('detector', 'dedup')
@@ -16,26 +18,25 @@ own defaults (read from the guard classes, so they cannot drift).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from loopfuse import DedupCache, Guard, LoopBreaker
 from loopfuse.cli.options import (
     GUARDS,
     MODES,
-    OPTIONS,
     Option,
-    detector_arguments,
+    detector_options,
+    detector_settings,
     load_toml,
     parse_mode,
-    parse_value,
 )
 from loopfuse.cli.tokens import Price
-from loopfuse.detector import LoopDetector
+from loopfuse.detector import DetectorSettings, LoopDetector
 from loopfuse.detector.settings import default_settings
 from loopfuse.errors import ConfigError
+from loopfuse.fields import Choice, Flag, Integer, Kind, Names, Seconds, SettingError, Text
 from loopfuse.integrations.httpx import DEFAULT_MODE
 
 __all__ = [
@@ -49,50 +50,47 @@ __all__ = [
     "detector_of",
     "guard_of",
     "load_toml",
-    "parse_value",
+    "value_of",
 ]
 
 _BREAKER: Final = LoopBreaker()
-_D: Final = default_settings()  # what LoopDetector() runs with
 _CACHE: Final[DedupCache[int]] = DedupCache()
 _GUARD: Final = Guard(breaker=None, detector=None)
+_DETECTOR: Final = default_settings()  # what LoopDetector() runs with
+
+
+class PriceKind(Kind):
+    """Dollars per million tokens (see :meth:`~loopfuse.cli.tokens.Price.parse`), or
+    ``none``: an output option of ``loopfuse scan``."""
+
+    off = None
+    metavar = "PRICE"
+
+    def check(self, value: object, name: str) -> object:
+        if value is not None and not isinstance(value, Price):
+            raise SettingError("{0} must be a Price or None, got {got!r}", name, got=value)
+        return value
+
+    def parse(self, raw: object) -> object:
+        if self._is_off(raw):
+            return None
+        return Price.parse(raw)
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a scan can be told; the defaults are the guards' defaults.
 
-    ``observation_tools``, ``costly_tools``, ``shell_tools`` and ``read_only_commands``
-    are *added* to the detector's default lists. ``turn_seconds`` is how far the fake
-    clock moves per replayed request when the input carries no time of its own.
+    ``detector`` holds every detector option (a tool list given as an option is *added*
+    to the detector's default list). ``turn_seconds`` is how far the fake clock moves per
+    replayed request when the input carries no time of its own.
     """
 
     guards: tuple[str, ...] = GUARDS
     mode: str = DEFAULT_MODE
     window: float = _BREAKER.window
     max_repeats: int = _BREAKER.max_repeats
-    max_strikes: int | None = _D.max_strikes
-    max_observation_steps: int | None = _D.max_observation_steps
-    max_cycle_period: int = _D.max_cycle_period
-    max_cycle_laps: int = _D.max_cycle_laps
-    max_error_streak: int | None = _D.max_error_streak
-    max_near_repeats: int | None = _D.max_near_repeats
-    max_unchanged_checks: int | None = _D.max_unchanged_checks
-    max_unread_edit_checks: int | None = _D.max_unread_edit_checks
-    error_storm: tuple[int, int] | None = _D.error_storm
-    max_stagnation_steps: int | None = _D.max_stagnation_steps
-    error_aware: bool = _D.error_aware
-    editor_aware: bool = _D.editor_aware
-    normalize_answers: bool = _D.normalize_answers
-    error_flags: bool = _D.error_flags
-    framework_errors: bool = _D.framework_errors
-    detector_window: int = _D.window
-    observation_tools: tuple[str, ...] = field(default=())
-    costly_tools: tuple[str, ...] = field(default=())
-    shell_tools: tuple[str, ...] = field(default=())
-    read_only_commands: tuple[str, ...] = field(default=())
-    tool_limits: tuple[tuple[str, int], ...] = field(default=())
-    ignore_tools: tuple[str, ...] = field(default=())
+    detector: DetectorSettings = _DETECTOR
     cache_ttl: float = _CACHE.default_ttl
     cache_capacity: int = _CACHE.capacity
     cache_streams: bool = _GUARD.cache_streams
@@ -106,6 +104,45 @@ class Settings:
     price_per_mtok: Price | None = None
 
 
+_NUMBER: Final = Integer()
+_SWITCH: Final = Flag()
+
+OPTIONS: Final = (
+    Option("guards", Names(choices=GUARDS), "guards to run", "scan"),
+    Option(
+        "mode",
+        Choice(MODES),
+        "the guard's mode replayed: refuse each loop; warn: a note first, a stop when the "
+        "loop goes on (the integrations' default); note: a note every time",
+        "scan",
+    ),
+    Option("window", Seconds(), "breaker: sliding window, seconds", "breaker"),
+    Option("max_repeats", _NUMBER, "breaker: identical requests a window may hold", "breaker"),
+    *detector_options(),
+    Option("cache_ttl", Seconds(), "seconds an answer stays cached", "dedup"),
+    Option("cache_capacity", _NUMBER, "answers the cache holds", "dedup"),
+    Option("cache_streams", _SWITCH, "cache streamed answers too", "dedup"),
+    Option("cache_sampled", _SWITCH, "serve sampled requests (temperature > 0) too", "dedup"),
+    Option(
+        "turn_seconds",
+        Seconds(),
+        "replay: fake-clock seconds per request without a time of its own",
+        "scan",
+    ),
+    Option("path", Text(), "replay: request path for bodies that carry none", "scan"),
+    Option("format", Choice(("text", "json", "markdown", "html")), "output format", "output"),
+    Option("color", Choice(("auto", "always", "never")), "colour in text output", "output"),
+    Option("progress", _SWITCH, "progress bar on stderr (only on a terminal)", "output"),
+    Option("verbose", _SWITCH, "list clean runs too, and every finding in full", "output"),
+    Option(
+        "price_per_mtok",
+        PriceKind(),
+        "dollars per million tokens (IN or IN,OUT): what was not spent, in money",
+        "output",
+    ),
+)
+"""Every option, in the order ``--help`` lists them."""
+
 _BY_NAME: Final = {option.name: option for option in OPTIONS}
 
 
@@ -114,9 +151,12 @@ def apply(values: Mapping[str, object], base: Settings, source: str) -> Settings
 
     ``source`` names where the values came from, for error messages (a file name, or
     ``"flags"``, in which case errors name the flag). Unknown keys raise ``ConfigError``;
-    a ``[hook]`` table is ``loopfuse hook``'s (one file serves both) and is skipped.
+    a ``[hook]`` table is ``loopfuse hook``'s (one file serves both) and is skipped. The
+    detector's values are checked together, as its settings: a value they refuse is an
+    error naming the keys.
     """
     changes: dict[str, object] = {}
+    detector: dict[str, object] = {}
     for key, raw in values.items():
         name = key.replace("-", "_")
         if name == "hook" and isinstance(raw, dict):
@@ -125,17 +165,44 @@ def apply(values: Mapping[str, object], base: Settings, source: str) -> Settings
         if option is None:
             raise ConfigError(f"{source}: unknown key {key!r} (see loopfuse scan --help)")
         try:
-            changes[name] = parse_value(option, raw)
+            value = option.kind.parse(raw)
         except ConfigError as exc:
             where = option.flag if source == "flags" else f"{source}: {name}"
             raise ConfigError(f"{where} {exc}") from None
+        (changes if option.setting is None else detector)[name] = value
+    if detector:
+        try:
+            changes["detector"] = detector_settings(detector, base.detector)
+        except ConfigError as exc:
+            where = "" if source == "flags" else f"{source}: "
+            raise ConfigError(f"{where}{exc}") from None
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def value_of(settings: Settings, option: Option) -> object:
+    """The value of ``option`` in ``settings``, as the option gives it: a detector tool
+    list is what was added to the detector's own list, a set of names a sorted tuple.
+
+    >>> value_of(Settings(), OPTIONS[4]), value_of(Settings(), _BY_NAME["shell_tools"])
+    (3, ())
+    """
+    declared = option.setting
+    if declared is None:
+        return getattr(settings, option.name)
+    value = getattr(settings.detector, declared.name)
+    if declared.extends:
+        assert isinstance(value, tuple)
+        assert isinstance(declared.default, tuple)
+        if value[: len(declared.default)] == declared.default:
+            return value[len(declared.default) :]
+    if isinstance(value, frozenset):
+        return tuple(sorted(value))
+    return value
 
 
 def detector_of(settings: Settings) -> LoopDetector:
     """The :class:`~loopfuse.detector.LoopDetector` these settings describe."""
-    values = {o.name: getattr(settings, o.name) for o in OPTIONS if o.group == "detector"}
-    return LoopDetector(**detector_arguments(values))  # type: ignore[arg-type]
+    return LoopDetector(settings.detector)
 
 
 def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
@@ -159,18 +226,13 @@ def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
 
 
 def check(settings: Settings, source: str = "flags") -> None:
-    """Build every guard once, so that a value a guard refuses fails before the scan.
+    """Build every guard once, so that a value a guard refuses fails before the scan
+    (the detector's settings are checked as they are read, by :func:`apply`).
 
     ``source`` names where the settings came from (a file, or ``"flags"``), for the
-    message. The detector's own messages name its parameters; the one whose key is
-    spelled differently (its ``window``) is renamed, so every message names a key.
+    message.
     """
     where = "" if source == "flags" else f"{source}: "
-    try:
-        detector_of(settings)
-    except ConfigError as exc:
-        text = re.sub(r"\bwindow\b", "detector_window", str(exc))
-        raise ConfigError(f"{where}detector settings: {text}") from None
     try:
         guard_of(settings, lambda: 0.0)
     except ConfigError as exc:

@@ -14,6 +14,7 @@ from typing import Any, Final
 from loopfuse import intent
 from loopfuse.cli.results import FileResult, Finding, Span
 from loopfuse.detector import Verdict
+from loopfuse.detector.signals import CYCLE, signal_of
 from loopfuse.errors import LoopfuseError
 
 __all__ = [
@@ -146,7 +147,7 @@ class Grouper:
         if finding.message is None:
             finding.message = act.message
         # Each step of a cycle, each request of a client hammering several: what repeated.
-        several = act.kind == "cycle" or (new_request and act.guard != "detector")
+        several = act.kind == CYCLE.kind or (new_request and act.guard != "detector")
         if several and len(finding.calls) < _STEPS_SHOWN:
             call = act.describe().call
             if call not in finding.calls:
@@ -293,7 +294,8 @@ def _loop_from(
         return None
     offending = numbers[0]
     period = 1
-    if kind in ("cycle", "no_progress"):
+    signal = signal_of(kind)
+    if signal is not None and signal.per_lap:
         calls = messages[index].get("tool_calls")
         for back in range(offending - 2, -1, -1):
             turn = turns[back]

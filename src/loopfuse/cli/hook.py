@@ -46,7 +46,13 @@ from loopfuse.cli.hook_state import (
     state_root,
 )
 from loopfuse.cli.options import MODES as OPTION_MODES
-from loopfuse.cli.options import OPTIONS, detector_arguments, load_toml, parse_mode, parse_value
+from loopfuse.cli.options import (
+    Option,
+    detector_options,
+    detector_settings,
+    load_toml,
+    parse_mode,
+)
 from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -72,15 +78,11 @@ after-hook bounds the state without importing the detector."""
 MAX_ANSWER_TEXT: Final = 64 * 1024
 """An answer longer than this is kept as its head and tail (half each) and its length."""
 
-_DETECTOR_OPTIONS: Final = tuple(o for o in OPTIONS if o.group == "detector")
-_DETECTOR_NAMES: Final = frozenset(o.name for o in _DETECTOR_OPTIONS)
 _HOOK_KEYS: Final = ("mode", "end_session", "state_dir", "lock_timeout")
-_SWITCHES: Final = frozenset(
-    {"end_session", *(o.name for o in _DETECTOR_OPTIONS if o.kind == "bool")}
-)
-_VALUED: Final = frozenset(
-    {"agent", "mode", "config", "state_dir", "lock_timeout"} | (_DETECTOR_NAMES - _SWITCHES)
-)
+_SWITCHES: Final = frozenset({"end_session"})
+_VALUED: Final = frozenset({"agent", "mode", "config", "state_dir", "lock_timeout"})
+"""The hook's own flags; the detector's (:func:`_detector_option`) are read only when one
+is given, so that a hook given none does not read the detector's settings."""
 _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so the call was refused."
 _ENDED: Final = "It went on after loopfuse refused it, so loopfuse ended the session."
 
@@ -123,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--lock-timeout", metavar="SECONDS", help=f"wait for a session's lock ({LOCK_TIMEOUT:g})"
     )
     group = parser.add_argument_group("detector (as in loopfuse scan)")
-    for option in _DETECTOR_OPTIONS:
-        if option.kind == "bool":
+    for option in detector_options():
+        if option.kind.switch:
             group.add_argument(option.flag, action=argparse.BooleanOptionalAction)
         else:
             group.add_argument(option.flag, metavar="VALUE", help=option.help)
@@ -144,11 +146,13 @@ def read_flags(argv: Sequence[str]) -> dict[str, str | bool]:
         word = given.pop(0)
         flag, equals, value = word.partition("=")
         name = flag.removeprefix("--").replace("-", "_")
-        if flag.startswith("--") and not equals and name in _SWITCHES:
-            flags[name] = True
-        elif flag.startswith("--no-") and not equals and name[3:] in _SWITCHES:
+        if flag.startswith("--no-") and not equals and _flag_kind(name[3:]) == "switch":
             flags[name[3:]] = False
-        elif flag.startswith("--") and name in _VALUED:
+        elif not flag.startswith("--") or (kind := _flag_kind(name)) is None:
+            raise ConfigError(f"loopfuse hook: unknown argument {word!r}")
+        elif kind == "switch" and not equals:
+            flags[name] = True
+        elif kind == "valued":
             if not equals:
                 if not given:
                     raise ConfigError(f"loopfuse hook: {flag} needs a value")
@@ -157,6 +161,26 @@ def read_flags(argv: Sequence[str]) -> dict[str, str | bool]:
         else:
             raise ConfigError(f"loopfuse hook: unknown argument {word!r}")
     return flags
+
+
+def _flag_kind(name: str) -> str | None:
+    """``"switch"``, ``"valued"`` or ``None`` (no such flag) for the flag ``--name``."""
+    if name in _SWITCHES:
+        return "switch"
+    if name in _VALUED:
+        return "valued"
+    option = _detector_option(name)
+    if option is None:
+        return None
+    return "switch" if option.kind.switch else "valued"
+
+
+def _detector_option(name: str) -> Option | None:
+    """The detector option of key ``name``, if it is one (the detector's options are read
+    on first use: a hook given none does not read them)."""
+    if name in _SWITCHES or name in _VALUED:
+        return None
+    return next((option for option in detector_options() if option.name == name), None)
 
 
 def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> HookSettings:
@@ -173,16 +197,16 @@ def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> Hook
             name = key.replace("-", "_")
             if name == "hook" and isinstance(raw, dict):
                 hook = {str(k).replace("-", "_"): v for k, v in raw.items()}
-            elif name in _DETECTOR_NAMES:
+            elif _detector_option(name) is not None:  # other keys are loopfuse scan's
                 values[name] = _parsed(name, raw, config)
         unknown = sorted(set(hook) - set(_HOOK_KEYS))
         if unknown:
             raise ConfigError(f"{config}: unknown key hook.{unknown[0]}")
     for name, flag in flags.items():
-        if name in _DETECTOR_NAMES:
-            values[name] = _parsed(name, flag, "flags")
-        elif name in _HOOK_KEYS:
+        if name in _HOOK_KEYS:
             hook[name] = flag
+        elif name not in _VALUED:  # read_flags let only the detector's through
+            values[name] = _parsed(name, flag, "flags")
     agent = flags.get("agent")
     if agent is not None and agent not in AGENTS:
         raise ConfigError(f"--agent must be one of {', '.join(AGENTS)}, got {agent!r}")
@@ -200,9 +224,10 @@ def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> Hook
 
 
 def _parsed(name: str, raw: object, source: str) -> object:
-    option = next(o for o in _DETECTOR_OPTIONS if o.name == name)
+    option = _detector_option(name)
+    assert option is not None
     try:
-        return parse_value(option, raw)
+        return option.kind.parse(raw)
     except ConfigError as exc:
         where = option.flag if source == "flags" else f"{source}: {name}"
         raise ConfigError(f"{where} {exc}") from None
@@ -305,7 +330,7 @@ def handle(
         if event.phase == "before":
             # Import the detector before taking the lock: the hooks of parallel calls
             # wait for the lock only while one of them decides, not while it imports.
-            import loopfuse.detector  # noqa: F401
+            import loopfuse.detector.detector  # noqa: F401
         with locked(path, settings.lock_timeout):
             state = load(path)
             action, reason, logged, in_batch = _decide(event, state, settings, now, started)
@@ -441,7 +466,7 @@ def _before(
         return joined, said, "", True  # logged once, for the batch
     from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
-    detector = LoopDetector(**detector_arguments(settings.detector))  # type: ignore[arg-type]
+    detector = LoopDetector(detector_settings(settings.detector))
     batches = _replay(detector, state, _digest_answers(state))
     predicted = _predicted(batches, event.tool_name, arguments)
     action: Action = "allow"

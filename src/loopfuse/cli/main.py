@@ -35,6 +35,7 @@ from loopfuse.cli.config import (
     apply,
     check,
     load_toml,
+    value_of,
 )
 from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.escape import printable
@@ -46,6 +47,7 @@ from loopfuse.cli.report import Style, render_json, render_text
 from loopfuse.cli.results import FileResult
 from loopfuse.cli.summary import Summary
 from loopfuse.errors import ConfigError
+from loopfuse.fields import Choice
 
 __all__ = ["main", "run_scan"]
 
@@ -88,12 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("--config", metavar="FILE", help="TOML file with the same keys as the flags")
     groups = {name: scan.add_argument_group(title) for name, title in _GROUPS.items()}
-    defaults = Settings()
     for option in OPTIONS:
-        default = getattr(defaults, option.name)
-        help_text = f"{option.help} (default: {_shown(default)})"
+        help_text = f"{option.help} (default: {_shown(value_of(Settings(), option))})"
         group = groups[option.group]
-        if option.kind == "bool":
+        kind = option.kind
+        if kind.switch:
             group.add_argument(
                 option.flag, dest=option.name, action=argparse.BooleanOptionalAction, help=help_text
             )
@@ -101,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument(
                 option.flag,
                 dest=option.name,
-                metavar=option.kind.rstrip("?").upper() if not option.choices else None,
-                choices=option.choices if option.kind == "choice" else None,
+                metavar=None if kind.choices else kind.metavar,
+                choices=kind.choices if isinstance(kind, Choice) else None,
                 help=help_text,
             )
     # `hook` and `init` are run by loopfuse.cli.entry before this parser is built; they

@@ -1,21 +1,25 @@
-"""One option of ``loopfuse scan``: its key, its kind, and a raw value (a flag's text or
-a TOML value) read as that kind, or a :class:`~loopfuse.errors.ConfigError` saying why
-not.
+"""One option of ``loopfuse scan`` and ``loopfuse hook``: its key, its kind, its help line,
+and the detector's options, made from :class:`~loopfuse.detector.DetectorSettings`' fields.
 
->>> parse_value(Option("max_observation_steps", "int?", "", "detector"), "none") is None
+A raw value (a flag's text or a TOML value) is read by the option's kind
+(:mod:`loopfuse.fields`), or refused with a :class:`~loopfuse.errors.ConfigError` saying
+why; the caller names the flag or the file and key.
+
+>>> from loopfuse.fields import Integer, Limits, Seconds
+>>> Option("max_observation_steps", Integer(off=True), "", "detector").kind.parse("none") is None
 True
->>> parse_value(Option("window", "seconds", "", "breaker"), "0")
+>>> Option("window", Seconds(), "", "breaker").kind.parse("0")
 Traceback (most recent call last):
     ...
 loopfuse.errors.ConfigError: must be a positive number of seconds, got '0'
->>> parse_value(Option("tool_limits", "limits", "", "detector"), "deploy=1, x=3")
-(('deploy', 1), ('x', 3))
+>>> [option.flag for option in detector_options()][:2]
+['--max-strikes', '--max-observation-steps']
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from loopfuse.errors import ConfigError
@@ -23,36 +27,32 @@ from loopfuse.errors import ConfigError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from loopfuse.detector.settings import DetectorSettings
+    from loopfuse.fields import Kind, Setting
     from loopfuse.guard.guard import Mode
 
 __all__ = [
     "GUARDS",
     "MODES",
-    "OPTIONS",
     "Option",
-    "detector_arguments",
+    "detector_key",
+    "detector_options",
+    "detector_settings",
     "load_toml",
     "parse_mode",
-    "parse_value",
 ]
 
 
 class Option(NamedTuple):
-    """One setting: its TOML key, its value type, and the help line of its flag.
-
-    ``kind`` is ``int`` (>= 0), ``int?`` (an int, or ``none`` for off), ``count?``
-    (an int >= 1, or ``none``), ``seconds`` (a positive, finite number), ``bool``,
-    ``names`` (a comma-separated list, or a TOML array of strings), ``pair?`` (two ints,
-    ``10,12`` or ``[10, 12]``, or ``none``), ``limits`` (``name=N,...`` or a TOML table),
-    ``price?`` (see :meth:`~loopfuse.cli.tokens.Price.parse`, or ``none``), ``choice``
-    or ``str``.
-    """
+    """One option: its TOML key (its flag with dashes), its kind (:mod:`loopfuse.fields`:
+    how its values are read), the help line of its flag, the group ``--help`` lists it
+    in, and, for a setting of a guard's settings object, that :class:`~loopfuse.fields.Setting`."""
 
     name: str
-    kind: str
+    kind: Kind
     help: str
     group: str
-    choices: tuple[str, ...] = ()
+    setting: Setting | None = None
 
     @property
     def flag(self) -> str:
@@ -77,98 +77,6 @@ def parse_mode(value: object) -> Mode:
         if mode == value:
             return mode
     raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {value!r}")
-
-
-OPTIONS: Final = (
-    Option("guards", "names", "guards to run", "scan", GUARDS),
-    Option(
-        "mode",
-        "choice",
-        "the guard's mode replayed: refuse each loop; warn: a note first, a stop when the "
-        "loop goes on (the integrations' default); note: a note every time",
-        "scan",
-        MODES,
-    ),
-    Option("window", "seconds", "breaker: sliding window, seconds", "breaker"),
-    Option("max_repeats", "int", "breaker: identical requests a window may hold", "breaker"),
-    Option("max_strikes", "int?", "identical batches allowed in a row (none: off)", "detector"),
-    Option(
-        "max_observation_steps",
-        "int?",
-        "the same, for read-only tools; also the ceiling (none: off)",
-        "detector",
-    ),
-    Option("max_cycle_period", "int", "longest cycle looked for (<2: off)", "detector"),
-    Option("max_cycle_laps", "int", "laps of a cycle allowed", "detector"),
-    Option("max_error_streak", "count?", "the same error allowed in a row (none: off)", "detector"),
-    Option(
-        "max_near_repeats",
-        "count?",
-        "near-identical calls allowed in a row (none: off)",
-        "detector",
-    ),
-    Option(
-        "max_unchanged_checks",
-        "count?",
-        "runs of a check unchanged by edits allowed (none: off)",
-        "detector",
-    ),
-    Option(
-        "max_unread_edit_checks",
-        "count?",
-        "runs of a check unchanged by edits of files it does not read (none: off)",
-        "detector",
-    ),
-    Option("error_storm", "pair?", "ERRORS,CALLS: that many of the last calls failed", "detector"),
-    Option("max_stagnation_steps", "int?", "same prose answer allowed (none: off)", "detector"),
-    Option("error_aware", "bool", "a repeated error is refused one repeat earlier", "detector"),
-    Option(
-        "editor_aware", "bool", "editor tools judged by their arguments (view: a read)", "detector"
-    ),
-    Option(
-        "normalize_answers", "bool", "answers differing only in noise count as the same", "detector"
-    ),
-    Option(
-        "error_flags", "bool", "a result flagged failed is an error (is_error, isError)", "detector"
-    ),
-    Option(
-        "framework_errors",
-        "bool",
-        "frameworks' unknown-tool / invalid-arguments answers are errors",
-        "detector",
-    ),
-    Option("detector_window", "int", "tool-call batches the detector remembers", "detector"),
-    Option("observation_tools", "names", "more read-only tool names", "detector"),
-    Option("costly_tools", "names", "more costly read-only tool names", "detector"),
-    Option(
-        "shell_tools", "names", "more shell tool names (their command lines are read)", "detector"
-    ),
-    Option("read_only_commands", "names", "more read-only command patterns", "detector"),
-    Option("tool_limits", "limits", "NAME=N,...: per-tool caps on identical calls", "detector"),
-    Option("ignore_tools", "names", "tools never counted", "detector"),
-    Option("cache_ttl", "seconds", "seconds an answer stays cached", "dedup"),
-    Option("cache_capacity", "int", "answers the cache holds", "dedup"),
-    Option("cache_streams", "bool", "cache streamed answers too", "dedup"),
-    Option("cache_sampled", "bool", "serve sampled requests (temperature > 0) too", "dedup"),
-    Option(
-        "turn_seconds",
-        "seconds",
-        "replay: fake-clock seconds per request without a time of its own",
-        "scan",
-    ),
-    Option("path", "str", "replay: request path for bodies that carry none", "scan"),
-    Option("format", "choice", "output format", "output", ("text", "json", "markdown", "html")),
-    Option("color", "choice", "colour in text output", "output", ("auto", "always", "never")),
-    Option("progress", "bool", "progress bar on stderr (only on a terminal)", "output"),
-    Option("verbose", "bool", "list clean runs too, and every finding in full", "output"),
-    Option(
-        "price_per_mtok",
-        "price?",
-        "dollars per million tokens (IN or IN,OUT): what was not spent, in money",
-        "output",
-    ),
-)
-"""Every option, in the order ``--help`` lists them."""
 
 
 def load_toml(path: Path) -> dict[str, object]:
@@ -200,150 +108,70 @@ def load_toml(path: Path) -> dict[str, object]:
     return {str(key): value for key, value in table.items()}
 
 
-def parse_value(option: Option, raw: object) -> object:
-    """``raw`` (a flag's text, or a TOML value) as the option's type; else ``ConfigError``."""
-    kind = option.kind
-    if kind.endswith("?") and (raw is None or raw is False or _text(raw) == "none"):
-        return None
-    if kind in ("int", "int?", "count?"):
-        value = _integer(raw)
-        least = 1 if kind == "count?" else 0
-        if value is None or value < least:
-            extra = " or none" if kind.endswith("?") else ""
-            raise ConfigError(f"must be an integer >= {least}{extra}, got {raw!r}")
-        return value
-    if kind == "pair?":
-        return _pair(raw)
-    if kind == "limits":
-        return _limits(raw)
-    if kind == "price?":
-        from loopfuse.cli.tokens import Price  # here: `loopfuse hook` has no prices
+@cache
+def detector_options() -> tuple[Option, ...]:
+    """An option for each :class:`~loopfuse.detector.DetectorSettings` field that has a key,
+    in their order: its key, kind and help are the field's. Read on first use: a process
+    that is given no detector setting (an after-hook) does not import the detector."""
+    from loopfuse.detector.settings import DetectorSettings
+    from loopfuse.fields import fields_of
 
-        return Price.parse(raw)
-    if kind == "seconds":
-        seconds = _number(raw)
-        if seconds is None or not math.isfinite(seconds) or seconds <= 0:
-            raise ConfigError(f"must be a positive number of seconds, got {raw!r}")
-        return seconds
-    if kind == "bool":
-        if isinstance(raw, bool):
-            return raw
-        if _text(raw) in ("true", "yes", "on", "1"):
-            return True
-        if _text(raw) in ("false", "no", "off", "0"):
-            return False
-        raise ConfigError(f"must be true or false, got {raw!r}")
-    if kind == "names":
-        return _names(option, raw)
-    if not isinstance(raw, str):
-        raise ConfigError(f"must be a string, got {raw!r}")
-    if option.choices and raw not in option.choices:
-        raise ConfigError(f"must be one of {', '.join(option.choices)}, got {raw!r}")
-    return raw
+    return tuple(
+        Option(declared.key, declared.kind, declared.help, "detector", declared)
+        for declared in fields_of(DetectorSettings)
+        if declared.key is not None
+    )
 
 
-def _text(raw: object) -> str | None:
-    return raw.strip().lower() if isinstance(raw, str) else None
+def detector_settings(
+    values: Mapping[str, object], base: DetectorSettings | None = None
+) -> DetectorSettings:
+    """``base`` (default: ``LoopDetector()``'s) with the detector options ``values`` (by
+    key, already read by their kinds) set. A tool list (a field that ``extends``) is
+    *added* to the detector's own default list. A value the settings refuse is a
+    :class:`~loopfuse.errors.ConfigError` that starts ``detector settings:`` and names the
+    keys.
 
-
-def _integer(raw: object) -> int | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, str):
-        try:
-            return int(raw.strip(), 10)
-        except ValueError:
-            return None
-    return None
-
-
-def _number(raw: object) -> float | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int | float):
-        return float(raw)
-    if isinstance(raw, str):
-        try:
-            return float(raw.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _pair(raw: object) -> tuple[int, int]:
-    items = raw.split(",") if isinstance(raw, str) else raw
-    pair = tuple(_integer(item) for item in items) if isinstance(items, list) else ()
-    if len(pair) != 2 or any(value is None or value < 1 for value in pair):
-        raise ConfigError(f"must be two integers >= 1 (e.g. 10,12) or none, got {raw!r}")
-    return pair  # type: ignore[return-value]
-
-
-def _limits(raw: object) -> tuple[tuple[str, int], ...]:
-    pairs: list[tuple[object, object]] = []
-    if isinstance(raw, str):
-        for item in filter(None, (part.strip() for part in raw.split(","))):
-            key, equals, number = item.partition("=")
-            pairs.append((key.strip(), number if equals else None))
-    elif isinstance(raw, dict):
-        pairs = list(raw.items())
-    else:
-        pairs = [(None, None)]
-    out: dict[str, int] = {}
-    for name, value in pairs:
-        count = _integer(value)
-        if not isinstance(name, str) or not name or count is None or count < 0:
-            raise ConfigError(f"must be NAME=N pairs with N >= 0 (e.g. deploy=1), got {raw!r}")
-        out[name] = count
-    return tuple(sorted(out.items()))
-
-
-def _names(option: Option, raw: object) -> tuple[str, ...]:
-    if isinstance(raw, str):
-        items: list[object] = [part.strip() for part in raw.split(",") if part.strip()]
-    elif isinstance(raw, list):
-        items = list(raw)
-    else:
-        raise ConfigError(f"must be a list of names, got {raw!r}")
-    if not all(isinstance(item, str) and item for item in items):
-        raise ConfigError(f"must be a list of names, got {raw!r}")
-    names = tuple(dict.fromkeys(str(item) for item in items))
-    if option.choices:
-        unknown = [name for name in names if name not in option.choices]
-        if unknown or not names:
-            raise ConfigError(
-                f"must name some of {', '.join(option.choices)}, got {', '.join(unknown) or '[]'}"
-            )
-    return names
-
-
-def detector_arguments(values: Mapping[str, object]) -> dict[str, object]:
-    """:class:`~loopfuse.detector.LoopDetector` keyword arguments from parsed detector
-    options (option name → value; a missing option keeps the detector's default). The
-    tool lists are *added* to the detector's own (see :class:`~loopfuse.cli.config.Settings`).
-
-    >>> detector_arguments({"max_strikes": 2, "detector_window": 10, "tool_limits": (("x", 1),)})
-    {'max_strikes': 2, 'window': 10, 'tool_limits': {'x': 1}}
+    >>> settings = detector_settings({"max_strikes": 2, "detector_window": 24})
+    >>> settings.max_strikes, settings.window
+    (2, 24)
+    >>> detector_settings({"detector_window": 10})
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: detector settings: error_storm must be None or (errors, \
+calls) with 1 <= errors <= calls <= detector_window (10), got (10, 12)
+    >>> "my_runner" in detector_settings({"shell_tools": ("my_runner",)}).shell_tools
+    True
     """
     from loopfuse.detector.settings import default_settings
+    from loopfuse.fields import SettingError, replace
 
-    defaults = default_settings()
-    arguments: dict[str, object] = {}
-    for name, value in values.items():
-        if name in _ADDED_TO_DEFAULTS:
+    by_key = {option.name: option.setting for option in detector_options()}
+    changes: dict[str, object] = {}
+    for key, value in values.items():
+        declared = by_key[key]
+        assert declared is not None
+        if declared.extends:
             assert isinstance(value, tuple)
-            arguments[name] = (*getattr(defaults, name), *value)
-        elif name == "tool_limits":
-            assert isinstance(value, tuple)
-            arguments[name] = dict(value)
-        elif name == "detector_window":
-            arguments["window"] = value
-        else:
-            arguments[name] = value
-    return arguments
+            assert isinstance(declared.default, tuple)
+            value = (*declared.default, *value)
+        changes[declared.name] = value
+    try:
+        return replace(default_settings() if base is None else base, changes)
+    except SettingError as exc:
+        raise ConfigError(f"detector settings: {exc.named(detector_key)}") from None
+    except ConfigError as exc:  # a classifier's own check of its patterns
+        raise ConfigError(f"detector settings: {exc}") from None
 
 
-_ADDED_TO_DEFAULTS: Final = frozenset(
-    {"observation_tools", "costly_tools", "shell_tools", "read_only_commands"}
-)
+def detector_key(name: str) -> str:
+    """The key of the :class:`~loopfuse.detector.DetectorSettings` field ``name`` (its
+    own name when it has no other).
+
+    >>> detector_key("window"), detector_key("max_strikes")
+    ('detector_window', 'max_strikes')
+    """
+    for option in detector_options():
+        if option.setting is not None and option.setting.name == name:
+            return option.name
+    return name

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Final
 
 import loopfuse
-from loopfuse.cli.config import Settings
+from loopfuse.cli.config import OPTIONS, Settings, value_of
 from loopfuse.cli.escape import json_text, printable
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.results import FileResult, Finding
@@ -225,9 +225,8 @@ def render_json(
 ) -> str:
     """Everything but the per-request steps, for programs: settings, files, errors,
     problems (bad lines of logs) and the summary."""
-    options = dataclasses.asdict(settings)
-    for output_only in ("format", "color", "progress", "verbose"):
-        options.pop(output_only, None)
+    output_only = ("format", "color", "progress", "verbose")
+    options = {o.name: value_of(settings, o) for o in OPTIONS if o.name not in output_only}
     price = settings.price_per_mtok
     options["price_per_mtok"] = None if price is None else [price.input, price.output]
     files = []

@@ -18,6 +18,7 @@ from loopfuse.cli.config import GUARDS
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.tokens import Price
+from loopfuse.detector.signals import signal_of
 
 __all__ = [
     "GUARD_VERBS",
@@ -249,8 +250,9 @@ def finding_title(finding: Finding) -> str:
     kinds = [span.kind for span in finding.spans]
     head = " then ".join(dict.fromkeys(kinds))
     if finding.guard == "detector":
-        laps = "laps" if finding.kind == "cycle" else "in a row"
-        return f"{head}: {finding.count} {laps}" + (
+        signal = signal_of(finding.kind)
+        unit = "in a row" if signal is None else signal.unit
+        return f"{head}: {finding.count} {unit}" + (
             f", up to {finding.max_count}" if finding.max_count > finding.count else ""
         )
     return f"the same request, sent {plural(finding.requests, 'more time')}"

@@ -10,30 +10,18 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from functools import partial
-from typing import Final, Protocol
+from typing import Protocol
 
 from loopfuse.detector.digests import answers_part, digest_facts, same_digest
 from loopfuse.errors import LoopfuseError
 from loopfuse.loop import Loop
 
 __all__ = [
-    "KINDS",
     "BatchRecord",
     "BatchRecordError",
     "LoopDetected",
     "RepeatOutcome",
 ]
-
-KINDS: Final = (
-    "repeat",
-    "cycle",
-    "error_streak",
-    "near_repeat",
-    "no_progress",
-    "error_storm",
-    "stagnation",
-)
-"""Every ``kind`` a :class:`LoopDetected` or a scan ``Verdict`` can carry (docs/detector.md)."""
 
 
 class RepeatOutcome(enum.Enum):
@@ -61,16 +49,17 @@ class LoopDetected(LoopfuseError):
     """The agent is repeating itself; ``message`` is written for the model.
 
     ``loop`` is the :class:`~loopfuse.Loop` found; its fields are read here too.
-    ``kind`` names the signal (one of :data:`KINDS`): ``"repeat"`` (one batch again and
-    again), ``"cycle"`` (a lap of ``period`` different batches again and again),
-    ``"error_streak"`` (the same error whatever the calls), ``"near_repeat"`` (calls
-    that differ only slightly, with the same answer), ``"no_progress"`` (the same check
-    giving the same answer across edits) or ``"error_storm"`` (nearly every call
-    failing). ``count`` is how many times the pattern has now occurred (laps, for a
-    cycle); ``signature`` names what repeated (the refused batch's ``batch_signature``,
-    or ``answer:<hash>`` for a repeated answer); ``tool_names`` the tools involved;
-    ``record`` lets a caller that runs the batch anyway still report its answers. It
-    pickles without its ``record``, which belongs to the detector that issued it.
+    ``kind`` names the signal (one of :data:`~loopfuse.detector.signals.KINDS`):
+    ``"repeat"`` (one batch again and again), ``"cycle"`` (a lap of ``period`` different
+    batches again and again), ``"error_streak"`` (the same error whatever the calls),
+    ``"near_repeat"`` (calls that differ only slightly, with the same answer),
+    ``"no_progress"`` (the same check giving the same answer across edits) or
+    ``"error_storm"`` (nearly every call failing). ``count`` is how many times the
+    pattern has now occurred (laps, for a cycle); ``signature`` names what repeated (the
+    refused batch's ``batch_signature``, or ``answer:<hash>`` for a repeated answer);
+    ``tool_names`` the tools involved; ``record`` lets a caller that runs the batch anyway
+    still report its answers. It pickles without its ``record``, which belongs to the
+    detector that issued it.
 
     >>> err = LoopDetected("stop", signature="ls:00", kind="repeat", count=4)
     >>> err.kind, err.count, str(err)
@@ -123,7 +112,7 @@ class LoopDetected(LoopfuseError):
 
     @property
     def kind(self) -> str:
-        """The signal that spoke (one of :data:`KINDS`)."""
+        """The signal that spoke (one of :data:`~loopfuse.detector.signals.KINDS`)."""
         return self.loop.kind
 
     @property

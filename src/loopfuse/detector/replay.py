@@ -3,9 +3,9 @@
 :class:`Replay` is the incremental form: hand it the messages of a conversation (the
 ``messages`` of :func:`loopfuse.intent.extract_intent`) as they come, and after any
 complete turn it tells the verdict of the conversation so far — exactly what
-:func:`~loopfuse.detector.scan.scan` says of a request holding those messages, at a cost
+:func:`~loopfuse.detector.scan` says of a request holding those messages, at a cost
 per message that does not grow with the conversation. ``loopfuse scan`` replays long
-transcripts this way; :func:`~loopfuse.detector.scan.scan` replays only the tail that
+transcripts this way; :func:`~loopfuse.detector.scan` replays only the tail that
 can matter.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Final
 from loopfuse.detector.core import RunCore
 from loopfuse.detector.records import BatchRecord, LoopDetected
 from loopfuse.detector.settings import DetectorSettings
-from loopfuse.detector.stagnation import StagnationDetected, StagnationDetector
+from loopfuse.detector.signals.stagnation import STAGNATION, StagnationDetected
 from loopfuse.detector.transcript import Batch, BatchAnswers, answers_of, prose_text
 from loopfuse.loop import Loop
 
@@ -26,11 +26,11 @@ __all__ = ["OK", "Replay", "Verdict", "replay", "stagnation_verdict"]
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """What :func:`~loopfuse.detector.scan.scan` found.
+    """What :func:`~loopfuse.detector.scan` found.
 
     ``loop`` is the :class:`~loopfuse.Loop` the conversation ends in, or ``None``
     (``ok``). Its fields are read here too: ``kind`` names the signal (one of
-    :data:`~loopfuse.detector.records.KINDS`: ``"repeat"``, ``"cycle"``,
+    :data:`~loopfuse.detector.signals.KINDS`: ``"repeat"``, ``"cycle"``,
     ``"error_streak"``, ``"near_repeat"``, ``"no_progress"``, ``"error_storm"``,
     ``"stagnation"``); ``signature`` names what repeated (a batch signature, a hash of
     the repeated answer or text); ``count`` how many times the pattern occurred (laps,
@@ -124,8 +124,7 @@ class Replay:
     def __init__(self, settings: DetectorSettings, *, judge_from: int = 0) -> None:
         self.settings = settings
         self.core = RunCore(settings)
-        steps = settings.max_stagnation_steps
-        self.stagnation = StagnationDetector(steps) if steps is not None else None
+        self.stagnation = STAGNATION.detector(settings)
         self.judge_from = judge_from
         self._verdict = OK
         self._open: _Open | None = None
@@ -172,8 +171,8 @@ class Replay:
         return self._verdict
 
     def _admit(self, full: Batch, index: int) -> None:
-        settings = self.settings
-        batch, keep = full, settings.kept(full.names)
+        reader = self.settings.reader
+        batch, keep = full, reader.kept(full.names)
         if keep is not None:
             if not keep:
                 return  # only ignored tools: the turn is not counted
@@ -181,7 +180,7 @@ class Replay:
         args = tuple(batch.args)
         kinds = batch.kinds
         if kinds is None:  # the identical batches of a run share one Batch: classified once
-            kinds = batch.kinds = settings.classify(batch.names, args)
+            kinds = batch.kinds = reader.classify(batch.names, args)
         observation, costly = kinds
         record, error = self.core.admit(
             batch, batch.names, args, observation, costly, judge=index >= self.judge_from

@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Final
 
-from loopfuse.detector._shell_programs import DEFAULT_READ_ONLY_COMMANDS
 from loopfuse.detector._shell_rules import compile_commands, line_is_read_only
 from loopfuse.detector.tools import name_words
+from loopfuse.detector.vocabulary import DEFAULT_READ_ONLY_COMMANDS, DEFAULT_SHELL_TOOLS
 from loopfuse.errors import ConfigError
 from loopfuse.intent._textdepth import json_loads
 
@@ -40,30 +40,6 @@ __all__ = [
     "is_read_only_command",
     "is_shell_tool",
 ]
-
-DEFAULT_SHELL_TOOLS: Final[tuple[str, ...]] = (
-    "bash",                 # Claude Code, SWE-agent 1.x, mini-swe-agent 2.x, OpenCode, computer use
-    "sh",
-    "shell",                # Codex CLI (argv list), Goose (developer__shell), OpenAI Agents SDK
-    "shell_command",        # Codex CLI
-    "exec_command",         # Codex CLI (unified exec, "cmd")
-    "local_shell",          # Codex CLI / OpenAI local shell
-    "exec",                 # Codex's older "container.exec"
-    "execute_bash",         # OpenHands (before 1.0), Amazon Q CLI, Kiro (executeBash)
-    "terminal",             # OpenHands SDK, Zed, LangChain's ShellTool ("commands")
-    "execute_command",      # Cline, Roo Code, desktop-commander MCP
-    "run_command",          # Windsurf ("CommandLine"), mcp-server-commands
-    "run_shell_command",    # gemini-cli, Qwen Code
-    "run_terminal_cmd",     # Cursor
-    "run_terminal_command",  # Continue
-    "run_in_terminal",      # VS Code Copilot agent
-    "shell_exec",           # Manus-style agents
-    "cmd",
-)  # fmt: skip
-"""Name patterns of shell tools, matched on the *whole* own name of a tool (after any
-``mcp__server__`` or ``functions.`` namespace, in any case or ``camelCase``): ``Bash`` and
-``mcp__x__bash`` are shells, ``BashOutput`` (Claude Code's reader of a background shell)
-and ``shell_view`` are not."""
 
 COMMAND_KEYS: Final[tuple[str, ...]] = (
     "command", "cmd", "commands", "script", "input", "command_line", "CommandLine",

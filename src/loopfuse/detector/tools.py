@@ -18,10 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from loopfuse.detector.signature import ToolCall
+from loopfuse.detector.vocabulary import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 from loopfuse.errors import ConfigError
+
+if TYPE_CHECKING:
+    from loopfuse.detector.signature import ToolCall
 
 __all__ = [
     "DEFAULT_COSTLY_TOOLS",
@@ -33,36 +36,6 @@ __all__ = [
     "name_words",
     "own_name",
 ]
-
-DEFAULT_OBSERVATION_TOOLS: Final[tuple[str, ...]] = (
-    # verbs that read: the first word(s) of a tool's own name
-    "read", "get", "list", "ls", "cat", "head", "tail", "nl", "wc", "grep", "rg", "glob",
-    "find", "search", "view", "show", "describe", "inspect", "lookup", "look", "stat",
-    "status", "poll", "peek", "scroll", "goto", "count", "tree", "pwd", "which", "whoami",
-    "open_file", "explain", "think", "wait", "sleep",
-    # reading the web: read-only, but also costly (see DEFAULT_COSTLY_TOOLS)
-    "fetch", "web", "browse", "browser", "navigate", "click", "scrape", "crawl",
-    # nouns that end the name of a status or output tool
-    "job_status", "task_status", "terminal_output", "output", "logs", "snapshot",
-    "screenshot", "info", "details",
-)  # fmt: skip
-"""Patterns for read-only tools, which get ``max_observation_steps``.
-
-Chosen from the tool vocabularies of coding agents (Claude Code, OpenHands, SWE-agent,
-mini-swe-agent, gemini-cli, Cline, Roo Code), MCP servers and tau-bench, and checked on
-the corpus (docs/detector.md). ``open`` is deliberately absent (``open_pull_request``).
-"""
-
-DEFAULT_COSTLY_TOOLS: Final[tuple[str, ...]] = (
-    "fetch", "web", "http", "https", "url", "curl", "wget", "download", "browse", "browser",
-    "navigate", "click", "scrape", "crawl", "google", "bing", "tavily", "serp", "playwright",
-    "puppeteer",
-)  # fmt: skip
-"""Patterns for read-only tools whose answers always move (the web, a browser).
-
-They keep ``max_strikes`` and the ``max_observation_steps`` ceiling: a page that changes
-on every fetch must not carry a fetch loop forever.
-"""
 
 # A tool whose own name starts with one of these changes state, whatever it ends with.
 _MUTATING_VERB_LIST: Final = (
@@ -227,6 +200,7 @@ def is_observation_batch(calls: Sequence[ToolCall], patterns: Iterable[str] | No
 
     Costly tools count as observations here; :func:`is_costly_batch` tells them apart.
 
+    >>> from loopfuse.detector import ToolCall
     >>> is_observation_batch([ToolCall("read_file", {"path": "a"}), ToolCall("Grep", {})])
     True
     >>> is_observation_batch([ToolCall("read_file", {}), ToolCall("write_file", {})])
@@ -240,6 +214,7 @@ def is_observation_batch(calls: Sequence[ToolCall], patterns: Iterable[str] | No
 def is_costly_batch(calls: Sequence[ToolCall], patterns: Iterable[str] | None = None) -> bool:
     """True when some call of the batch is a costly tool (web fetch, browser action).
 
+    >>> from loopfuse.detector import ToolCall
     >>> is_costly_batch([ToolCall("read_file", {}), ToolCall("web_fetch", {"url": "u"})])
     True
     >>> is_costly_batch([ToolCall("clickhouse_query", {"sql": "select 1"})])

@@ -1,10 +1,11 @@
-"""``StagnationDetector``: the same prose answer again and again.
+"""``stagnation``: the same prose answer again and again (:class:`StagnationDetector`).
 
 Some loops call no tool at all: the model answers with the same paragraph turn after
 turn ("I will now fix the bug …"). Each prose turn (one that called no tool) is hashed
 after collapsing whitespace; when one answer appears more than ``max_steps`` times among
 the last ``4 * max_steps`` prose turns, :class:`StagnationDetected` is raised. A user
-turn clears the window.
+turn clears the window. ``max_stagnation_steps=None`` switches it off; ``scan`` replays
+the prose turns of that window when the conversation ends on one.
 """
 
 from __future__ import annotations
@@ -13,16 +14,26 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable
 from functools import partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from blake3 import blake3
 
+from loopfuse.detector.signals.base import Signal
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 from loopfuse.loop import Loop
 
-__all__ = ["StagnationDetected", "StagnationDetector"]
+if TYPE_CHECKING:
+    from loopfuse.detector.settings import DetectorSettings
+
+__all__ = ["STAGNATION", "Stagnation", "StagnationDetected", "StagnationDetector"]
 
 WINDOW_FACTOR: Final = 4
+"""The window is this many times ``max_steps`` prose turns."""
+
+
+def _window(max_steps: int) -> int:
+    """The prose turns a window of ``max_steps`` holds."""
+    return max(1, max_steps * WINDOW_FACTOR)
 
 
 class StagnationDetected(LoopfuseError):
@@ -37,6 +48,11 @@ class StagnationDetected(LoopfuseError):
         self.loop = Loop("stagnation", "detector", text_hash, count, (), message)
         """The loop found."""
         self.max_steps = max_steps
+
+    @classmethod
+    def of(cls, loop: Loop, *, max_steps: int) -> StagnationDetected:
+        """The exception that reports ``loop``, found with ``max_steps``."""
+        return cls(loop.message, text_hash=loop.signature, count=loop.count, max_steps=max_steps)
 
     @property
     def message(self) -> str:
@@ -91,7 +107,7 @@ class StagnationDetector:
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 0:
             raise ConfigError(f"max_steps must be an int >= 0, got {max_steps!r}")
         self._max_steps = max_steps
-        self._window: deque[str] = deque(maxlen=max(1, max_steps * WINDOW_FACTOR))
+        self._window: deque[str] = deque(maxlen=_window(max_steps))
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -123,15 +139,47 @@ class StagnationDetector:
             count = self._counts[key]
             seen = len(window)
         if count > self._max_steps:
-            message = (
-                f"Loop detected: you gave the same answer {count} times in your last "
-                f"{seen} replies without calling a tool. Repeating it will not move things "
-                "on: do something different, or say plainly what is blocking you."
-            )
-            raise StagnationDetected(message, text_hash=key, count=count, max_steps=self._max_steps)
+            loop = STAGNATION.loop(key, count, (), STAGNATION.message(count, seen))
+            raise StagnationDetected.of(loop, max_steps=self._max_steps)
 
     def clear(self) -> None:
         """Forget every recorded answer: a user turn came in."""
         with self._lock:
             self._window.clear()
             self._counts.clear()
+
+
+class Stagnation(Signal):
+    """The ``stagnation`` signal (threshold: ``max_stagnation_steps``): its detection is a
+    :class:`StagnationDetector`, its signature the repeated text's hash."""
+
+    __slots__ = ()
+
+    kind = "stagnation"
+    setting = "max_stagnation_steps"
+
+    def detector(self, settings: DetectorSettings) -> StagnationDetector | None:
+        """A fresh detector for ``settings`` (``None``: the signal is off)."""
+        steps = settings.max_stagnation_steps
+        return None if steps is None else StagnationDetector(steps)
+
+    def window(self, settings: DetectorSettings) -> int | None:
+        """How many prose turns back ``scan`` replays when the conversation ends on one
+        (``None``: the signal is off, nothing is replayed)."""
+        steps = settings.max_stagnation_steps
+        return None if steps is None else _window(steps)
+
+    def message(self, count: int, seen: int) -> str:
+        """The message for the same answer ``count`` times in the last ``seen`` replies.
+
+        >>> STAGNATION.message(3, 4)[:60]
+        'Loop detected: you gave the same answer 3 times in your last'
+        """
+        return (
+            f"Loop detected: you gave the same answer {count} times in your last "
+            f"{seen} replies without calling a tool. Repeating it will not move things "
+            "on: do something different, or say plainly what is blocking you."
+        )
+
+
+STAGNATION: Final = Stagnation()

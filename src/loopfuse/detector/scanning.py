@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from loopfuse.detector.records import HistoryEntry, same_answers_across
+from loopfuse.detector.records import HistoryEntry
 from loopfuse.detector.replay import OK, Verdict, replay, stagnation_verdict
 from loopfuse.detector.settings import DetectorSettings, default_settings
-from loopfuse.detector.stagnation import WINDOW_FACTOR, StagnationDetected, StagnationDetector
-from loopfuse.detector.streaks import is_near
+from loopfuse.detector.signals import ANSWER_SIGNALS, CYCLE, STAGNATION
+from loopfuse.detector.signals.stagnation import StagnationDetected
 from loopfuse.detector.transcript import (
     Batch,
+    BatchAnswers,
     answers_of,
     call_name,
     prose_text,
@@ -133,7 +134,7 @@ def _batch_tail(
     the final batch's own answers decide its verdict, so the signals are judged there
     alone.
     """
-    period = settings.max_cycle_period
+    period = CYCLE.reach(settings)
     history = settings.history_len
     window = _answers_can_trip(messages, last, final, settings)
     # Walk back cheaply: a batch is built only when its names could make it the final
@@ -193,7 +194,8 @@ def _answers_can_trip(
     messages: list[Any], last: int, final: Batch, settings: DetectorSettings
 ) -> bool:
     """Whether the final batch's answers could trip an answer-based signal: they must say
-    something and either look like an error or repeat the batch before, a near variant."""
+    something, and one of the signals that are on must say they could
+    (:meth:`~loopfuse.detector.signals.base.AnswerSignal.could_trip`)."""
     if settings.ignore_tools:
         return True  # ignored calls reshape batches: do not guess, replay the window
     reading = settings.error_reading
@@ -203,43 +205,56 @@ def _answers_can_trip(
     error, empty = answers.facts
     if empty:
         return False
-    if error and (
-        settings.max_error_streak is not None
-        or settings.max_unchanged_checks is not None
-        or settings.error_storm is not None
-    ):
-        return True
-    if settings.max_near_repeats is None:
-        return False
-    k = last - 1
-    while k >= 0:  # the batch before, if the run has one
-        message = messages[k]
-        if type(message) is dict:
-            role = message.get("role")
-            if role == "user" or role == "system":
-                return False
-            calls = message.get("tool_calls") if role == "assistant" else None
-            if type(calls) is list and calls:
-                before = Batch(calls)
-                if before.names != final.names:
-                    return False
-                end = tool_run_end(messages, k + 1)
-                earlier = answers_of(before, messages, k + 1, end, reading)
-                # The answers first: they differ far more often than arguments are near.
-                return same_answers_across(earlier, answers) is True and is_near(
-                    HistoryEntry(before, before.names, False, tuple(before.args)),
-                    HistoryEntry(final, final.names, False, tuple(final.args)),
-                )
-        k -= 1
+    tail = _Tail(messages, last, final, answers, error)
+    for signal in ANSWER_SIGNALS:
+        if getattr(settings, signal.setting) is not None and signal.could_trip(tail):
+            return True
     return False
+
+
+class _Tail:
+    """The final batch of a conversation, its answers known (a signals' ``Tail``)."""
+
+    __slots__ = ("answers", "error", "final", "last", "messages")
+
+    def __init__(
+        self, messages: list[Any], last: int, final: Batch, answers: BatchAnswers, error: bool
+    ) -> None:
+        self.messages = messages
+        self.last = last
+        self.final = final
+        self.answers = answers
+        self.error = error
+
+    def pair(self) -> tuple[HistoryEntry, HistoryEntry] | None:
+        messages, final = self.messages, self.final
+        k = self.last - 1
+        while k >= 0:  # the batch before, if the run has one
+            message = messages[k]
+            if type(message) is dict:
+                role = message.get("role")
+                if role == "user" or role == "system":
+                    return None
+                calls = message.get("tool_calls") if role == "assistant" else None
+                if type(calls) is list and calls:
+                    before = Batch(calls)
+                    if before.names != final.names:
+                        return None
+                    end = tool_run_end(messages, k + 1)
+                    earlier = HistoryEntry(before, before.names, False, tuple(before.args))
+                    earlier.answers = answers_of(before, messages, k + 1, end, self.answers.reading)
+                    newest = HistoryEntry(final, final.names, False, tuple(final.args))
+                    newest.answers = self.answers
+                    return earlier, newest
+            k -= 1
+        return None
 
 
 def _prose_tail(messages: list[Any], last: int, settings: DetectorSettings) -> Verdict:
     """Replay the prose turns of the stagnation window (turns with tool calls don't count)."""
-    steps = settings.max_stagnation_steps
-    if steps is None:
+    window = STAGNATION.window(settings)
+    if window is None:
         return OK
-    window = max(1, steps * WINDOW_FACTOR)
     texts: list[str] = []
     k = last
     while k >= 0 and len(texts) < window:
@@ -257,7 +272,8 @@ def _prose_tail(messages: list[Any], last: int, settings: DetectorSettings) -> V
         k -= 1
     if not texts or not prose_text(messages[last].get("content")).strip():
         return OK
-    stagnation = StagnationDetector(steps)
+    stagnation = STAGNATION.detector(settings)
+    assert stagnation is not None  # the window is known: the signal is on
     verdict = OK
     for text in reversed(texts):  # only the last turn's outcome is the verdict
         try:

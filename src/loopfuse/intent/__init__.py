@@ -58,8 +58,6 @@ from typing import Any, Final, NamedTuple
 from blake3 import blake3
 
 from loopfuse.errors import InvalidInputError
-from loopfuse.intent._chat import chat_intent
-from loopfuse.intent._gemini import gemini_intent
 from loopfuse.intent._json import (
     MAX_BODY_BYTES,
     MAX_DEPTH,
@@ -68,15 +66,16 @@ from loopfuse.intent._json import (
     dumps_trusted,
     format_float,
     json_backend,
+    json_bytes,
     load,
     load_trusted,
     parse,
 )
 from loopfuse.intent._native import c_extension_available
 from loopfuse.intent._parts import Walk
-from loopfuse.intent._responses import responses_intent
 from loopfuse.intent._threads import call_ids
 from loopfuse.intent._turns import Conversation, Turn, conversation
+from loopfuse.intent.dialect import ALL_DIALECTS, dialect_of, reader_of
 
 __all__ = [
     "DIALECTS",
@@ -98,15 +97,16 @@ __all__ = [
     "fingerprint_canonical",
     "format_float",
     "json_backend",
+    "json_bytes",
     "load",
     "parse",
     "raw_bytes",
 ]
 
-DIALECTS: Final = ("openai_chat", "openai_responses", "anthropic", "gemini", "ollama")
-"""The dialects :func:`detect_dialect` can name."""
-
-_OLLAMA_FIELDS: Final = frozenset({"options", "keep_alive", "think", "format"})
+DIALECTS: Final = tuple(dialect.name for dialect in ALL_DIALECTS)
+"""The dialects :func:`detect_dialect` can name (``openai_chat``, ``openai_responses``,
+``anthropic``, ``gemini``, ``ollama``): one module of this package each, see
+:mod:`loopfuse.intent.dialect`."""
 
 
 def detect_dialect(body: object) -> str | None:
@@ -130,32 +130,16 @@ def detect_dialect(body: object) -> str | None:
 
 
 def _dialect_of(value: object, walk: Walk) -> str | None:
-    """The dialect of a parsed body whose intent ``walk`` went through."""
-    if not isinstance(value, dict):
-        return None
-    if isinstance(value.get("messages"), list):
-        if "system" in value or "anthropic_version" in value or walk.anthropic:
-            return "anthropic"
-        if walk.ollama or not value.keys().isdisjoint(_OLLAMA_FIELDS):
-            return "ollama"
-        return "openai_chat"
-    if isinstance(value.get("contents"), list):
-        return "gemini"
-    if isinstance(value.get("input"), str | list):
-        return "openai_responses"
-    return None
+    """The name of the dialect of a parsed body whose intent ``walk`` went through."""
+    found = dialect_of(value, walk)
+    return None if found is None else found.name
 
 
 def _intent_of(value: object, walk: Walk | None = None) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
-    if isinstance(value.get("messages"), list):
-        return chat_intent(value, walk)
-    if isinstance(value.get("contents"), list):
-        return gemini_intent(value, walk)
-    if isinstance(value.get("input"), str | list):
-        return responses_intent(value, walk)
-    return None
+    reader = reader_of(value)
+    return None if reader is None else reader.intent(value, walk)
 
 
 _HASH_JOINED_UP_TO = 1024 * 1024

@@ -1,14 +1,30 @@
-"""Gemini ``generateContent`` bodies: ``contents``, ``systemInstruction``, ``tools``.
+"""Gemini ``generateContent`` (``gemini``): ``contents``, ``systemInstruction``, ``tools``.
 
 The REST API accepts both camelCase and snake_case field names; both are read.
-The model is not in the body (it is in the URL path), which is why fingerprints and
-request keys take the path.
+The model is not in the body but in the URL path (``…/models/NAME:generateContent``,
+Vertex AI's ``tunedModels/`` and ``endpoints/`` too), which is why fingerprints and
+request keys take the path; ``:streamGenerateContent`` asks for a stream whatever the
+body says. The sampling identity is ``generationConfig.seed`` and ``candidateCount``;
+there is no end-user field. A refusal is a Google RPC status. A note joins the last
+user turn as a text part; after a function call or a function response (a turn that
+holds function responses only, and may not be followed by another user turn) it goes
+into ``systemInstruction``.
+
+>>> from loopfuse.intent.gemini import GEMINI
+>>> GEMINI.path_model("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse")
+'models/gemini-2.0-flash'
+>>> body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+>>> GEMINI.add_note(body, "stop")["contents"][-1]
+{'role': 'user', 'parts': [{'text': 'hi'}, {'text': 'stop'}]}
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from collections.abc import Mapping
+from typing import Any, Final
 
+from loopfuse.intent._json import json_bytes
 from loopfuse.intent._parts import (
     CallLinker,
     Part,
@@ -19,6 +35,14 @@ from loopfuse.intent._parts import (
     tool_call,
     without_volatile,
 )
+from loopfuse.intent._wire import note_turns
+
+__all__ = ["GEMINI", "Gemini", "gemini_intent"]
+
+_CAMEL_FIELDS: Final = frozenset({"contents", "tools", "systemInstruction"})
+_SNAKE_FIELDS: Final = frozenset({"contents", "tools", "system_instruction"})
+_MODEL: Final = re.compile(r"(?:^|/)((?:models|tunedModels|endpoints)/[^/:?#]+)")
+_STREAM: Final = ":streamGenerateContent"
 
 
 def _field(value: dict[str, Any], camel: str, snake: str) -> Any:
@@ -117,3 +141,124 @@ def _user_turn(raw_parts: object, linker: CallLinker, messages: list[dict[str, A
     parts = _parts(others)
     if parts or not answered:
         messages.append({"role": "user", "content": parts})
+
+
+class Gemini:
+    """The Gemini dialect (see :class:`~loopfuse.intent.dialect.Dialect`)."""
+
+    __slots__ = ()
+
+    name: Final = "gemini"
+    conversation: Final = "contents"
+    endpoints: Final = (":generateContent", _STREAM)
+    seed_fields: Final = (("generationConfig", "seed"),)
+    choice_fields: Final = (("generationConfig", "candidateCount"),)
+    temperature_fields: Final = (("generationConfig", "temperature"),)
+    answers_run: Final = False
+
+    intent = staticmethod(gemini_intent)
+
+    def __repr__(self) -> str:
+        return f"<dialect {self.name}>"
+
+    @staticmethod
+    def reads(value: Mapping[str, Any]) -> bool:
+        """Whether ``value`` holds a ``contents`` list."""
+        return isinstance(value.get("contents"), list)
+
+    @staticmethod
+    def detect(value: Mapping[str, Any], walk: Walk) -> bool:
+        """Always: a ``contents`` body is a Gemini body."""
+        return True
+
+    @staticmethod
+    def intent_fields(value: Mapping[str, Any]) -> frozenset[str]:
+        """``contents``, ``tools`` and ``systemInstruction`` (``system_instruction`` when
+        the camelCase field is absent)."""
+        return _CAMEL_FIELDS if "systemInstruction" in value else _SNAKE_FIELDS
+
+    @staticmethod
+    def is_answer(item: object) -> bool:
+        """A ``model`` content."""
+        return type(item) is dict and item.get("role") == "model"
+
+    @staticmethod
+    def end_users(value: Mapping[str, Any]) -> tuple[tuple[str, object], ...]:
+        """None: a Gemini body names no end user."""
+        return ()
+
+    @staticmethod
+    def streams(value: Mapping[str, Any]) -> bool:
+        """``stream: true`` (Gemini streams by its path: :meth:`path_streams`)."""
+        return value.get("stream") is True
+
+    @staticmethod
+    def path_streams(path: str) -> bool:
+        """``:streamGenerateContent``."""
+        return _STREAM in path
+
+    @staticmethod
+    def claims_path(path: str) -> bool:
+        """``:generateContent`` or ``:streamGenerateContent``."""
+        return ":generateContent" in path or _STREAM in path
+
+    @staticmethod
+    def path_model(path: str) -> str | None:
+        """``models/NAME``, ``tunedModels/NAME`` or ``endpoints/ID``, or ``None``."""
+        match = _MODEL.search(path)
+        return None if match is None else match.group(1)
+
+    @staticmethod
+    def error_body(kind: str, message: str) -> bytes:
+        """A Google RPC status: ``FAILED_PRECONDITION``, ``kind`` as the reason."""
+        value = {
+            "error": {
+                "code": 400,
+                "message": message,
+                "status": "FAILED_PRECONDITION",
+                "details": [{"reason": kind, "domain": "loopfuse"}],
+            }
+        }
+        return json_bytes(value, compact=False)
+
+    @staticmethod
+    def add_note(value: object, note: str) -> dict[str, Any] | None:
+        """``note`` as a text part of the last user turn, or a new user turn; in
+        ``systemInstruction`` after a function call or a function response."""
+        contents = value.get("contents") if isinstance(value, dict) else None
+        if not isinstance(value, dict) or not isinstance(contents, list):
+            return None
+        if _function_turn(contents[-1] if contents else None):
+            return _into_system_instruction(value, note)
+        notes = note_turns(contents, "parts", note, _part_into, [{"text": note}])
+        return {**value, "contents": notes}
+
+
+GEMINI: Final = Gemini()
+"""The Gemini dialect."""
+
+
+def _function_turn(last: object) -> bool:
+    """Whether a conversation ends on function calls (awaiting their responses) or on
+    function responses: no user text may follow either."""
+    if not isinstance(last, dict):
+        return False
+    parts = last.get("parts")
+    key = "functionCall" if last.get("role") == "model" else "functionResponse"
+    return isinstance(parts, list) and any(isinstance(part, dict) and key in part for part in parts)
+
+
+def _part_into(parts: object, note: str) -> object:
+    if isinstance(parts, list):
+        return [*parts, {"text": note}]
+    return None
+
+
+def _into_system_instruction(value: dict[str, Any], note: str) -> dict[str, Any]:
+    key = "system_instruction" if "system_instruction" in value else "systemInstruction"
+    given = value.get(key)
+    if isinstance(given, dict) and isinstance(given.get("parts"), list):
+        return {**value, key: {**given, "parts": [*given["parts"], {"text": note}]}}
+    if isinstance(given, str):  # the SDKs accept a bare string; keep its kind
+        return {**value, key: f"{given}\n\n{note}" if given else note}
+    return {**value, key: {"parts": [{"text": note}]}}

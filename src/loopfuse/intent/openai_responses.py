@@ -1,8 +1,25 @@
-"""OpenAI Responses API bodies: ``instructions`` and an ``input`` string or item list."""
+"""OpenAI Responses (``openai_responses``): ``instructions`` and an ``input`` string or items.
+
+The intent joins consecutive ``function_call`` items to the assistant turn before them
+(the shape Chat Completions gives the same turn) and drops ``reasoning`` items. The end
+user and a refusal are OpenAI's, as in :mod:`.openai_chat`; a temperature is the only
+sampling field. A note joins a string ``input``, or becomes a user item after the
+others; while the last item is a call the client must answer, it goes into
+``instructions`` instead. In a recorded conversation one response (a turn) is a run of
+output items.
+
+>>> from loopfuse.intent.openai_responses import OPENAI_RESPONSES
+>>> OPENAI_RESPONSES.add_note({"input": "hi"}, "stop")["input"]
+'hi\\n\\nstop'
+>>> waiting = {"input": [{"type": "function_call", "call_id": "c", "name": "f"}]}
+>>> OPENAI_RESPONSES.add_note(waiting, "stop")["instructions"]
+'stop'
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from loopfuse.intent._parts import (
     CallLinker,
@@ -14,10 +31,26 @@ from loopfuse.intent._parts import (
     tool_call,
     without_volatile,
 )
+from loopfuse.intent.openai_chat import OPENAI_CHAT
+
+__all__ = ["OPENAI_RESPONSES", "OpenAIResponses", "responses_intent"]
 
 _CALL_TYPES = frozenset({"function_call", "custom_tool_call"})
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
+_FIELDS: Final = frozenset({"input", "instructions", "tools"})
+
+# Input items a client must answer with an output item of the same call_id.
+_CLIENT_CALLS: Final = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+    }
+)
 
 
 def responses_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any]:
@@ -88,3 +121,84 @@ def responses_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str
         # Built-in tool calls (web_search_call, computer_call, ...) and item references.
         messages.append({"role": "unknown", "value": without_volatile(item)})
     return assemble(messages, system, body.get("tools"))
+
+
+class OpenAIResponses:
+    """The OpenAI Responses dialect (see :class:`~loopfuse.intent.dialect.Dialect`)."""
+
+    __slots__ = ()
+
+    name: Final = "openai_responses"
+    conversation: Final = "input"
+    endpoints: Final = ("/responses",)
+    seed_fields: Final = ()
+    choice_fields: Final = ()
+    temperature_fields: Final = (("temperature",),)
+    answers_run: Final = True
+
+    intent = staticmethod(responses_intent)
+    end_users = staticmethod(OPENAI_CHAT.end_users)
+    streams = staticmethod(OPENAI_CHAT.streams)
+    path_streams = staticmethod(OPENAI_CHAT.path_streams)
+    claims_path = staticmethod(OPENAI_CHAT.claims_path)
+    error_body = staticmethod(OPENAI_CHAT.error_body)
+
+    def __repr__(self) -> str:
+        return f"<dialect {self.name}>"
+
+    @staticmethod
+    def reads(value: Mapping[str, Any]) -> bool:
+        """Whether ``value`` holds an ``input`` string or list."""
+        return isinstance(value.get("input"), str | list)
+
+    @staticmethod
+    def detect(value: Mapping[str, Any], walk: Walk) -> bool:
+        """Always: an ``input`` body is a Responses body."""
+        return True
+
+    @staticmethod
+    def intent_fields(value: Mapping[str, Any]) -> frozenset[str]:
+        """``input``, ``instructions`` and ``tools``."""
+        return _FIELDS
+
+    @staticmethod
+    def is_answer(item: object) -> bool:
+        """Output items: ``assistant`` messages, ``reasoning`` and every ``*_call``."""
+        if type(item) is not dict:
+            return False
+        kind = item.get("type")
+        if type(kind) is str and (kind == "reasoning" or kind.endswith("_call")):
+            return True
+        return item.get("role") == "assistant"
+
+    @staticmethod
+    def path_model(path: str) -> str | None:
+        """None: the model is in the body."""
+        return None
+
+    @staticmethod
+    def add_note(value: object, note: str) -> dict[str, Any] | None:
+        """``note`` after a string ``input``, or as a user item after the others; in
+        ``instructions`` while the last item is a call the client must answer."""
+        given = value.get("input") if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            return None
+        if isinstance(given, str):
+            return {**value, "input": f"{given}\n\n{note}" if given else note}
+        if not isinstance(given, list):
+            return None
+        last = given[-1] if given else None
+        kind = last.get("type") if isinstance(last, dict) else None
+        if type(kind) is str and kind in _CLIENT_CALLS:  # junk types may be unhashable
+            instructions = value.get("instructions")
+            text = (
+                f"{instructions}\n\n{note}"
+                if isinstance(instructions, str) and instructions
+                else note
+            )
+            return {**value, "instructions": text}
+        return {**value, "input": [*given, {"role": "user", "content": note}]}
+
+
+OPENAI_RESPONSES: Final = OpenAIResponses()
+"""The OpenAI Responses dialect."""

@@ -75,7 +75,7 @@ from loopfuse.intent._native import c_extension_available
 from loopfuse.intent._parts import Walk
 from loopfuse.intent._threads import call_ids
 from loopfuse.intent._turns import Conversation, Turn, conversation
-from loopfuse.intent.dialect import ALL_DIALECTS, dialect_of, reader_of
+from loopfuse.intent.dialect import ALL_DIALECTS, Dialect, dialect_of, read, reader_of
 
 __all__ = [
     "DIALECTS",
@@ -123,16 +123,8 @@ def detect_dialect(body: object) -> str | None:
     >>> detect_dialect(b"not json") is None
     True
     """
-    value = load(body)
-    walk = Walk()
-    _intent_of(value, walk)
-    return _dialect_of(value, walk)
-
-
-def _dialect_of(value: object, walk: Walk) -> str | None:
-    """The name of the dialect of a parsed body whose intent ``walk`` went through."""
-    found = dialect_of(value, walk)
-    return None if found is None else found.name
+    found = read(load(body), Walk())
+    return None if found is None else found[0].name
 
 
 def _intent_of(value: object, walk: Walk | None = None) -> dict[str, Any] | None:
@@ -247,16 +239,23 @@ def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
     if value is NOT_JSON:
         return Analysis(NOT_JSON, None, None, ignored=ignored)
     walk = Walk(trusted)
-    intent = _intent_of(value, walk)
-    if intent is None:
+    found = read(value, walk)
+    if found is None:
         return Analysis(value, None, None, ignored=ignored)
+    dialect, intent = found
     canon = dumps_trusted(intent, walk.ok, MAX_DEPTH + _INTENT_DEPTH_SLACK)
-    dialect = _dialect_of(value, walk)
-    key_dialect = dialect
+    key_dialect: Dialect | None = dialect
     if ignored and isinstance(value, dict) and any(name in value for name in ignored):
         keyed = {name: field for name, field in value.items() if name not in ignored}
-        key_dialect = _dialect_of(keyed, walk)
-    return Analysis(value, dialect, canon, intent, key_dialect, ignored)
+        key_dialect = dialect_of(keyed, walk)
+    return Analysis(
+        value,
+        dialect.name,
+        canon,
+        intent,
+        None if key_dialect is None else key_dialect.name,
+        ignored,
+    )
 
 
 def fingerprint_canonical(canonical: bytes, path: str = "") -> int:

@@ -29,7 +29,7 @@ from typing import Any, Final, NamedTuple
 
 from loopfuse.intent._json import load
 from loopfuse.intent._parts import Walk
-from loopfuse.intent.dialect import ALL_DIALECTS, Dialect, dialect_of, reader_of
+from loopfuse.intent.dialect import ALL_DIALECTS, Dialect, read
 
 __all__ = ["CONVERSATION_KEYS", "Conversation", "Turn", "conversation", "turns_of"]
 
@@ -130,15 +130,11 @@ def conversation(body: object) -> Conversation | None:
     True
     """
     value = load(body)
-    reader = reader_of(value)
-    if reader is None or not isinstance(value, dict):
-        return None
     marks: list[tuple[int, int]] = []
-    walk = Walk(marks=marks)
-    found = reader.intent(value, walk)
-    dialect = dialect_of(value, walk)
-    if dialect is None:
+    read_body = read(value, Walk(marks=marks))
+    if read_body is None or not isinstance(value, dict):
         return None
+    dialect, found = read_body
     key = dialect.conversation
     items = value[key]
     if not isinstance(items, list):

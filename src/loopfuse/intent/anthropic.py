@@ -44,6 +44,7 @@ class Anthropic:
 
     name: Final = "anthropic"
     conversation: Final = "messages"
+    text_conversation: Final = False
     endpoints: Final = ("/messages",)
     seed_fields: Final = ()
     choice_fields: Final = ()
@@ -56,11 +57,6 @@ class Anthropic:
 
     def __repr__(self) -> str:
         return f"<dialect {self.name}>"
-
-    @staticmethod
-    def reads(value: Mapping[str, Any]) -> bool:
-        """Whether ``value`` holds a ``messages`` list."""
-        return isinstance(value.get("messages"), list)
 
     @staticmethod
     def detect(value: Mapping[str, Any], walk: Walk) -> bool:

@@ -56,6 +56,7 @@ __all__ = [
     "is_sampled",
     "is_streaming",
     "model_from_path",
+    "read",
     "reader_of",
     "sampling_identity",
 ]
@@ -75,7 +76,13 @@ class Dialect(Protocol):
     @property
     def conversation(self) -> str:
         """The top-level field holding the conversation (``messages``, ``contents``,
-        ``input``); the dialects that share one share its walk."""
+        ``input``): a body whose field holds a list is of this dialect's family. The
+        dialects that share a conversation share its walk."""
+
+    @property
+    def text_conversation(self) -> bool:
+        """Whether a string in :attr:`conversation` is a conversation too (a Responses
+        ``input`` string: one user message)."""
 
     @property
     def endpoints(self) -> tuple[str, ...]:
@@ -98,15 +105,12 @@ class Dialect(Protocol):
         """Whether a run of consecutive answers is one turn (one Responses response
         holds several output items), not one turn each."""
 
-    def reads(self, value: Mapping[str, Any]) -> bool:
-        """Whether ``value`` holds this dialect's conversation (the walk can read it)."""
-
     def detect(self, value: Mapping[str, Any], walk: Walk) -> bool:
         """Whether a body whose conversation this dialect reads is this dialect's, given
         what the intent walk met (``walk``)."""
 
     def intent(self, value: dict[str, Any], walk: Walk | None = None) -> dict[str, Any]:
-        """The canonical intent of a body it :meth:`reads`."""
+        """The canonical intent of a body holding this dialect's conversation."""
 
     def intent_fields(self, value: Mapping[str, Any]) -> frozenset[str]:
         """The top-level fields :meth:`intent` reads (a cache key keys them through the
@@ -153,13 +157,42 @@ ALL_DIALECTS: Final[tuple[Dialect, ...]] = (
 _NAMED: Final = {dialect.name: dialect for dialect in ALL_DIALECTS}
 
 # Bodies are recognised in this order: a ``messages`` body first (Anthropic and Ollama
-# by their own marks, else OpenAI Chat), then ``contents``, then ``input``.
+# by their own marks, else OpenAI Chat), then ``contents``, then ``input``. The dialects
+# that share a conversation share its walk: the first of them reads, each detects.
 _RECOGNISED: Final[tuple[Dialect, ...]] = (ANTHROPIC, OLLAMA, OPENAI_CHAT, GEMINI, OPENAI_RESPONSES)
+
+
+_Family = tuple[str, type | tuple[type, ...], Dialect, tuple[Dialect, ...]]
+
+
+def _families(order: tuple[Dialect, ...]) -> tuple[_Family, ...]:
+    """Per conversation, in ``order``: its field, the types it may hold, the dialect that
+    reads it (the first), and every dialect of it, in order."""
+    families: dict[str, list[Dialect]] = {}
+    for dialect in order:
+        families.setdefault(dialect.conversation, []).append(dialect)
+    return tuple(
+        (key, (str, list) if members[0].text_conversation else list, members[0], tuple(members))
+        for key, members in families.items()
+    )
+
+
+_FAMILIES: Final = _families(_RECOGNISED)
 
 # Requests are told apart in this order: a dialect named by the path or by the body,
 # Anthropic first (an Anthropic body reads like an OpenAI Chat one); OpenAI paths name
 # nothing (every compatible server answers there), so OpenAI Chat is what is left.
 _ADDRESSED: Final[tuple[Dialect, ...]] = (ANTHROPIC, GEMINI, OLLAMA, OPENAI_RESPONSES)
+
+# Paths are read for a model in this order: Vertex AI's scheme, then Azure's, then
+# Bedrock's (a path that names two is junk; its cache key stays what it was).
+_PATH_MODELS: Final[tuple[Dialect, ...]] = (
+    GEMINI,
+    OPENAI_CHAT,
+    ANTHROPIC,
+    OPENAI_RESPONSES,
+    OLLAMA,
+)
 
 ENDPOINTS: Final = tuple(path for dialect in ALL_DIALECTS for path in dialect.endpoints)
 """Path endings of every dialect's LLM endpoints: OpenAI Chat Completions and Responses
@@ -192,18 +225,39 @@ def dialect_named(name: str) -> Dialect:
 
 
 def reader_of(value: object) -> Dialect | None:
-    """The first dialect whose conversation the parsed body ``value`` holds: its walk
-    reads the body into the intent (``reader_of(value).intent(value)``). ``None`` when
-    ``value`` is not a request of a known dialect.
+    """The dialect whose walk reads the parsed body ``value`` into its intent
+    (``reader_of(value).intent(value)``): the first whose conversation the body holds.
+    ``None`` when ``value`` is not a request of a known dialect.
 
     >>> reader_of({"system": "x", "messages": []}), reader_of({"prompt": "hi"})
     (<dialect anthropic>, None)
     """
     if not isinstance(value, dict):
         return None
-    for dialect in _RECOGNISED:
-        if dialect.reads(value):
-            return dialect
+    for key, kinds, reader, _ in _FAMILIES:
+        if isinstance(value.get(key), kinds):
+            return reader
+    return None
+
+
+def read(value: object, walk: Walk) -> tuple[Dialect, dict[str, Any]] | None:
+    """The dialect of the parsed body ``value`` and its canonical intent, walked with
+    ``walk`` (one walk: the dialect is told by what it met); ``None`` when ``value`` is
+    not a request of a known dialect.
+
+    >>> from loopfuse.intent._parts import Walk
+    >>> read({"model": "m", "input": "hi"}, Walk())
+    (<dialect openai_responses>, {'messages': [{'role': 'user', 'content': ['hi']}]})
+    """
+    if not isinstance(value, dict):
+        return None
+    for key, kinds, reader, members in _FAMILIES:
+        if isinstance(value.get(key), kinds):
+            found = reader.intent(value, walk)
+            for dialect in members:
+                if dialect.detect(value, walk):
+                    return dialect, found
+            return None
     return None
 
 
@@ -216,9 +270,12 @@ def dialect_of(value: object, walk: Walk) -> Dialect | None:
     """
     if not isinstance(value, dict):
         return None
-    for dialect in _RECOGNISED:
-        if dialect.reads(value) and dialect.detect(value, walk):
-            return dialect
+    for key, kinds, _, members in _FAMILIES:
+        if isinstance(value.get(key), kinds):
+            for dialect in members:
+                if dialect.detect(value, walk):
+                    return dialect
+            return None
     return None
 
 
@@ -354,7 +411,7 @@ def model_from_path(path: str) -> str | None:
     >>> model_from_path("/v1/chat/completions") is None
     True
     """
-    for dialect in ALL_DIALECTS:
+    for dialect in _PATH_MODELS:
         found = dialect.path_model(path)
         if found is not None:
             return found

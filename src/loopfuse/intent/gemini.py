@@ -150,6 +150,7 @@ class Gemini:
 
     name: Final = "gemini"
     conversation: Final = "contents"
+    text_conversation: Final = False
     endpoints: Final = (":generateContent", _STREAM)
     seed_fields: Final = (("generationConfig", "seed"),)
     choice_fields: Final = (("generationConfig", "candidateCount"),)
@@ -160,11 +161,6 @@ class Gemini:
 
     def __repr__(self) -> str:
         return f"<dialect {self.name}>"
-
-    @staticmethod
-    def reads(value: Mapping[str, Any]) -> bool:
-        """Whether ``value`` holds a ``contents`` list."""
-        return isinstance(value.get("contents"), list)
 
     @staticmethod
     def detect(value: Mapping[str, Any], walk: Walk) -> bool:

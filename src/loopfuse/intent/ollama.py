@@ -38,6 +38,7 @@ class Ollama:
 
     name: Final = "ollama"
     conversation: Final = "messages"
+    text_conversation: Final = False
     endpoints: Final = ("/api/chat",)
     seed_fields: Final = (("options", "seed"),)
     choice_fields: Final = ()
@@ -51,11 +52,6 @@ class Ollama:
 
     def __repr__(self) -> str:
         return f"<dialect {self.name}>"
-
-    @staticmethod
-    def reads(value: Mapping[str, Any]) -> bool:
-        """Whether ``value`` holds a ``messages`` list."""
-        return isinstance(value.get("messages"), list)
 
     @staticmethod
     def detect(value: Mapping[str, Any], walk: Walk) -> bool:

@@ -43,6 +43,7 @@ class OpenAIChat:
 
     name: Final = "openai_chat"
     conversation: Final = "messages"
+    text_conversation: Final = False
     endpoints: Final = ("/chat/completions",)
     seed_fields: Final = (("seed",),)
     choice_fields: Final = (("n",),)
@@ -55,11 +56,6 @@ class OpenAIChat:
 
     def __repr__(self) -> str:
         return f"<dialect {self.name}>"
-
-    @staticmethod
-    def reads(value: Mapping[str, Any]) -> bool:
-        """Whether ``value`` holds a ``messages`` list."""
-        return isinstance(value.get("messages"), list)
 
     @staticmethod
     def detect(value: Mapping[str, Any], walk: Walk) -> bool:

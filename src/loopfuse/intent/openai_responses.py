@@ -130,6 +130,7 @@ class OpenAIResponses:
 
     name: Final = "openai_responses"
     conversation: Final = "input"
+    text_conversation: Final = True
     endpoints: Final = ("/responses",)
     seed_fields: Final = ()
     choice_fields: Final = ()
@@ -145,11 +146,6 @@ class OpenAIResponses:
 
     def __repr__(self) -> str:
         return f"<dialect {self.name}>"
-
-    @staticmethod
-    def reads(value: Mapping[str, Any]) -> bool:
-        """Whether ``value`` holds an ``input`` string or list."""
-        return isinstance(value.get("input"), str | list)
 
     @staticmethod
     def detect(value: Mapping[str, Any], walk: Walk) -> bool:

@@ -254,10 +254,8 @@ def read(value: object, walk: Walk) -> tuple[Dialect, dict[str, Any]] | None:
     for key, kinds, reader, members in _FAMILIES:
         if isinstance(value.get(key), kinds):
             found = reader.intent(value, walk)
-            for dialect in members:
-                if dialect.detect(value, walk):
-                    return dialect, found
-            return None
+            dialect = _detected(members, value, walk)
+            return None if dialect is None else (dialect, found)
     return None
 
 
@@ -272,10 +270,15 @@ def dialect_of(value: object, walk: Walk) -> Dialect | None:
         return None
     for key, kinds, _, members in _FAMILIES:
         if isinstance(value.get(key), kinds):
-            for dialect in members:
-                if dialect.detect(value, walk):
-                    return dialect
-            return None
+            return _detected(members, value, walk)
+    return None
+
+
+def _detected(members: tuple[Dialect, ...], value: dict[str, Any], walk: Walk) -> Dialect | None:
+    """The first of one family's ``members`` that detects ``value`` as its own."""
+    for dialect in members:
+        if dialect.detect(value, walk):
+            return dialect
     return None
 
 

@@ -29,7 +29,14 @@ from typing import Any, Final
 from loopfuse.intent._chat import chat_fields, chat_intent, is_chat_answer
 from loopfuse.intent._json import json_bytes
 from loopfuse.intent._parts import Walk
-from loopfuse.intent._wire import ERROR_TYPE, named_fields
+from loopfuse.intent._wire import (
+    ERROR_TYPE,
+    dialect_repr,
+    named_fields,
+    never,
+    path_group,
+    stream_asked,
+)
 
 __all__ = ["ANTHROPIC", "Anthropic"]
 
@@ -41,6 +48,7 @@ class Anthropic:
     """The Anthropic Messages dialect (see :class:`~loopfuse.intent.dialect.Dialect`)."""
 
     __slots__ = ()
+    __repr__ = dialect_repr
 
     name: Final = "anthropic"
     conversation: Final = "messages"
@@ -54,9 +62,8 @@ class Anthropic:
     intent = staticmethod(chat_intent)
     intent_fields = staticmethod(chat_fields)
     is_answer = staticmethod(is_chat_answer)
-
-    def __repr__(self) -> str:
-        return f"<dialect {self.name}>"
+    streams = staticmethod(stream_asked)
+    path_streams = staticmethod(never)
 
     @staticmethod
     def detect(value: Mapping[str, Any], walk: Walk) -> bool:
@@ -69,16 +76,6 @@ class Anthropic:
         return named_fields(value, _END_USER_FIELDS)
 
     @staticmethod
-    def streams(value: Mapping[str, Any]) -> bool:
-        """``stream: true``."""
-        return value.get("stream") is True
-
-    @staticmethod
-    def path_streams(path: str) -> bool:
-        """Never: an Anthropic path streams only when the body asks."""
-        return False
-
-    @staticmethod
     def claims_path(path: str) -> bool:
         """A path ending in ``/messages``."""
         return path.endswith("/messages")
@@ -86,8 +83,7 @@ class Anthropic:
     @staticmethod
     def path_model(path: str) -> str | None:
         """The Amazon Bedrock model a path names (``model/ID``), or ``None``."""
-        match = _BEDROCK_MODEL.search(path)
-        return None if match is None else match.group(1)
+        return path_group(_BEDROCK_MODEL, path)
 
     @staticmethod
     def error_body(kind: str, message: str) -> bytes:

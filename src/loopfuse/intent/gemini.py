@@ -35,7 +35,7 @@ from loopfuse.intent._parts import (
     tool_call,
     without_volatile,
 )
-from loopfuse.intent._wire import note_turns
+from loopfuse.intent._wire import always, dialect_repr, note_turns, path_group, stream_asked
 
 __all__ = ["GEMINI", "Gemini", "gemini_intent"]
 
@@ -147,6 +147,7 @@ class Gemini:
     """The Gemini dialect (see :class:`~loopfuse.intent.dialect.Dialect`)."""
 
     __slots__ = ()
+    __repr__ = dialect_repr
 
     name: Final = "gemini"
     conversation: Final = "contents"
@@ -158,14 +159,8 @@ class Gemini:
     answers_run: Final = False
 
     intent = staticmethod(gemini_intent)
-
-    def __repr__(self) -> str:
-        return f"<dialect {self.name}>"
-
-    @staticmethod
-    def detect(value: Mapping[str, Any], walk: Walk) -> bool:
-        """Always: a ``contents`` body is a Gemini body."""
-        return True
+    detect = staticmethod(always)  # a contents body is a Gemini body
+    streams = staticmethod(stream_asked)  # Gemini streams by its path (path_streams)
 
     @staticmethod
     def intent_fields(value: Mapping[str, Any]) -> frozenset[str]:
@@ -184,11 +179,6 @@ class Gemini:
         return ()
 
     @staticmethod
-    def streams(value: Mapping[str, Any]) -> bool:
-        """``stream: true`` (Gemini streams by its path: :meth:`path_streams`)."""
-        return value.get("stream") is True
-
-    @staticmethod
     def path_streams(path: str) -> bool:
         """``:streamGenerateContent``."""
         return _STREAM in path
@@ -201,8 +191,7 @@ class Gemini:
     @staticmethod
     def path_model(path: str) -> str | None:
         """``models/NAME``, ``tunedModels/NAME`` or ``endpoints/ID``, or ``None``."""
-        match = _MODEL.search(path)
-        return None if match is None else match.group(1)
+        return path_group(_MODEL, path)
 
     @staticmethod
     def error_body(kind: str, message: str) -> bytes:

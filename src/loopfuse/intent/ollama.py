@@ -24,6 +24,7 @@ from typing import Any, Final
 from loopfuse.intent._chat import chat_fields, chat_intent, is_chat_answer
 from loopfuse.intent._json import json_bytes
 from loopfuse.intent._parts import Walk
+from loopfuse.intent._wire import dialect_repr, never, no_model
 from loopfuse.intent.openai_chat import OPENAI_CHAT
 
 __all__ = ["OLLAMA", "Ollama"]
@@ -35,6 +36,7 @@ class Ollama:
     """The Ollama chat dialect (see :class:`~loopfuse.intent.dialect.Dialect`)."""
 
     __slots__ = ()
+    __repr__ = dialect_repr
 
     name: Final = "ollama"
     conversation: Final = "messages"
@@ -49,9 +51,8 @@ class Ollama:
     intent_fields = staticmethod(chat_fields)
     is_answer = staticmethod(is_chat_answer)
     add_note = staticmethod(OPENAI_CHAT.add_note)
-
-    def __repr__(self) -> str:
-        return f"<dialect {self.name}>"
+    path_streams = staticmethod(never)
+    path_model = staticmethod(no_model)
 
     @staticmethod
     def detect(value: Mapping[str, Any], walk: Walk) -> bool:
@@ -70,19 +71,9 @@ class Ollama:
         return stream is None or stream is True
 
     @staticmethod
-    def path_streams(path: str) -> bool:
-        """Never: an Ollama path streams as the body says."""
-        return False
-
-    @staticmethod
     def claims_path(path: str) -> bool:
         """A path ending in ``/api/chat``."""
         return path.endswith("/api/chat")
-
-    @staticmethod
-    def path_model(path: str) -> str | None:
-        """None: the model is in the body."""
-        return None
 
     @staticmethod
     def error_body(kind: str, message: str) -> bytes:

@@ -26,8 +26,16 @@ from typing import Any, Final
 
 from loopfuse.intent._chat import chat_fields, chat_intent, is_chat_answer
 from loopfuse.intent._json import json_bytes
-from loopfuse.intent._parts import Walk
-from loopfuse.intent._wire import ERROR_TYPE, named_fields, note_turns
+from loopfuse.intent._wire import (
+    ERROR_TYPE,
+    always,
+    dialect_repr,
+    named_fields,
+    never,
+    note_turns,
+    path_group,
+    stream_asked,
+)
 
 __all__ = ["OPENAI_CHAT", "OpenAIChat"]
 
@@ -40,6 +48,7 @@ class OpenAIChat:
     """The OpenAI Chat Completions dialect (see :class:`~loopfuse.intent.dialect.Dialect`)."""
 
     __slots__ = ()
+    __repr__ = dialect_repr
 
     name: Final = "openai_chat"
     conversation: Final = "messages"
@@ -53,14 +62,12 @@ class OpenAIChat:
     intent = staticmethod(chat_intent)
     intent_fields = staticmethod(chat_fields)
     is_answer = staticmethod(is_chat_answer)
-
-    def __repr__(self) -> str:
-        return f"<dialect {self.name}>"
-
-    @staticmethod
-    def detect(value: Mapping[str, Any], walk: Walk) -> bool:
-        """Always: a ``messages`` body that is neither Anthropic's nor Ollama's is OpenAI Chat."""
-        return True
+    detect = staticmethod(always)  # a messages body neither Anthropic's nor Ollama's
+    streams = staticmethod(stream_asked)
+    path_streams = staticmethod(never)
+    # Every OpenAI-compatible server (Ollama's, Gemini's too) answers on OpenAI's paths:
+    # only the body tells an OpenAI request apart.
+    claims_path = staticmethod(never)
 
     @staticmethod
     def end_users(value: Mapping[str, Any]) -> tuple[tuple[str, object], ...]:
@@ -68,26 +75,9 @@ class OpenAIChat:
         return named_fields(value, _END_USER_FIELDS)
 
     @staticmethod
-    def streams(value: Mapping[str, Any]) -> bool:
-        """``stream: true``."""
-        return value.get("stream") is True
-
-    @staticmethod
-    def path_streams(path: str) -> bool:
-        """Never: an OpenAI path streams only when the body asks."""
-        return False
-
-    @staticmethod
-    def claims_path(path: str) -> bool:
-        """Never: every OpenAI-compatible server (Ollama's, Gemini's too) answers on these
-        paths, so only the body tells an OpenAI request apart."""
-        return False
-
-    @staticmethod
     def path_model(path: str) -> str | None:
         """The Azure OpenAI deployment a path names (``deployments/NAME``), or ``None``."""
-        match = _DEPLOYMENT.search(path)
-        return None if match is None else match.group(1)
+        return path_group(_DEPLOYMENT, path)
 
     @staticmethod
     def error_body(kind: str, message: str) -> bytes:

@@ -31,6 +31,7 @@ from loopfuse.intent._parts import (
     tool_call,
     without_volatile,
 )
+from loopfuse.intent._wire import always, dialect_repr, never, no_model, stream_asked
 from loopfuse.intent.openai_chat import OPENAI_CHAT
 
 __all__ = ["OPENAI_RESPONSES", "OpenAIResponses", "responses_intent"]
@@ -127,6 +128,7 @@ class OpenAIResponses:
     """The OpenAI Responses dialect (see :class:`~loopfuse.intent.dialect.Dialect`)."""
 
     __slots__ = ()
+    __repr__ = dialect_repr
 
     name: Final = "openai_responses"
     conversation: Final = "input"
@@ -138,19 +140,13 @@ class OpenAIResponses:
     answers_run: Final = True
 
     intent = staticmethod(responses_intent)
+    detect = staticmethod(always)  # an input body is a Responses body
     end_users = staticmethod(OPENAI_CHAT.end_users)
-    streams = staticmethod(OPENAI_CHAT.streams)
-    path_streams = staticmethod(OPENAI_CHAT.path_streams)
-    claims_path = staticmethod(OPENAI_CHAT.claims_path)
+    streams = staticmethod(stream_asked)
+    path_streams = staticmethod(never)
+    claims_path = staticmethod(never)  # OpenAI paths name no API (see openai_chat)
+    path_model = staticmethod(no_model)
     error_body = staticmethod(OPENAI_CHAT.error_body)
-
-    def __repr__(self) -> str:
-        return f"<dialect {self.name}>"
-
-    @staticmethod
-    def detect(value: Mapping[str, Any], walk: Walk) -> bool:
-        """Always: an ``input`` body is a Responses body."""
-        return True
 
     @staticmethod
     def intent_fields(value: Mapping[str, Any]) -> frozenset[str]:
@@ -166,11 +162,6 @@ class OpenAIResponses:
         if type(kind) is str and (kind == "reasoning" or kind.endswith("_call")):
             return True
         return item.get("role") == "assistant"
-
-    @staticmethod
-    def path_model(path: str) -> str | None:
-        """None: the model is in the body."""
-        return None
 
     @staticmethod
     def add_note(value: object, note: str) -> dict[str, Any] | None:

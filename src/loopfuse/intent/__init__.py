@@ -1,7 +1,8 @@
 """One canonical, dialect-free form of an LLM request, and its fingerprint.
 
-Every guard sees requests through this module: it is the only part of loopfuse that
-knows what an OpenAI, Anthropic, Gemini or Ollama body looks like.
+Every guard sees requests through this package: it is the only part of loopfuse that
+knows what an OpenAI, Anthropic, Gemini or Ollama body looks like, one module per
+provider (:mod:`loopfuse.intent.dialect` says what each knows and asks them).
 
 Dialects (detected from the body; see :func:`detect_dialect`):
 

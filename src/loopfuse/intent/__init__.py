@@ -246,7 +246,7 @@ def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
     dialect, intent = found
     canon = dumps_trusted(intent, walk.ok, MAX_DEPTH + _INTENT_DEPTH_SLACK)
     key_dialect: Dialect | None = dialect
-    if ignored and isinstance(value, dict) and any(name in value for name in ignored):
+    if ignored and isinstance(value, dict) and not value.keys().isdisjoint(ignored):
         keyed = {name: field for name, field in value.items() if name not in ignored}
         key_dialect = dialect_of(keyed, walk)
     return Analysis(

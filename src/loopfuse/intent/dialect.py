@@ -21,6 +21,12 @@ Three questions are asked of a request, each of the dialect that can answer it:
   (:func:`model_from_path`, :func:`is_streaming`, :func:`sampling_identity`,
   :func:`is_sampled`).
 
+:func:`read`, :func:`reader_of` and :func:`dialect_of` are what
+:func:`loopfuse.intent.analyse`, :func:`~loopfuse.intent.detect_dialect` and
+:func:`~loopfuse.intent.conversation` are built on; their ``walk`` is the intent walk's
+record of what it met (``loopfuse.intent._parts.Walk``), which a caller never builds
+for any other purpose.
+
 >>> import json
 >>> dialect = dialect_for("/v1/messages", "openai_chat")  # an Anthropic body without system
 >>> dialect

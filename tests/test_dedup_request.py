@@ -11,9 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loopfuse.dedup import RequestKey
-from loopfuse.dedup.request import IGNORED_PARAMS, model_from_path, request_material
+from loopfuse.dedup.request import IGNORED_PARAMS, request_material
 from loopfuse.errors import InvalidInputError
 from loopfuse.intent import canonical_json
+from loopfuse.intent.dialect import model_from_path
 
 CHAT: dict[str, Any] = {
     "model": "gpt-4o",

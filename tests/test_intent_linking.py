@@ -24,7 +24,7 @@ from conftest import fast_and_full, run_property
 from conversation_bodies import bodies
 from hostile import dialect_bodies
 from loopfuse import intent
-from loopfuse.intent import _chat, _gemini, _parts, _responses
+from loopfuse.intent import _chat, _parts, gemini, openai_responses
 
 CALL_IDS = st.sampled_from(["a", "b", "c", "", None, 7, ["x"], {"k": 1}])
 RESULT_IDS = st.sampled_from(["a", "b", "c", "d", "", None, 7, [1]])
@@ -101,7 +101,7 @@ def test_links_every_result_as_the_old_linker_did(examples: int) -> None:
 @contextmanager
 def reference_linker() -> Iterator[None]:
     """Walk bodies with the old linker."""
-    modules = (_chat, _gemini, _responses)
+    modules = (_chat, gemini, openai_responses)
     saved = [module.CallLinker for module in modules]
     for module in modules:
         module.CallLinker = ReferenceCallLinker  # type: ignore[attr-defined,misc]

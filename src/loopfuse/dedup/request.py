@@ -6,15 +6,18 @@ same thing in the same way, so the key material is:
 - ``dialect``: the API shape (an OpenAI Chat answer cannot be served to a Responses
   client, even for the same conversation);
 - ``model``: the body's ``model``; when the body has none, the model named by the URL
-  path (Gemini and Vertex ``…/models/NAME:generateContent``, ``tunedModels/NAME``,
-  ``endpoints/ID``, Azure ``…/deployments/NAME/…``, Bedrock ``…/model/ID/…``); when
-  neither names one, the whole path (query string dropped), so that two endpoints whose
-  model we cannot see never share answers;
+  path (:func:`loopfuse.intent.dialect.model_from_path`: Gemini and Vertex
+  ``…/models/NAME:generateContent``, ``tunedModels/NAME``, ``endpoints/ID``, Azure
+  ``…/deployments/NAME/…``, Bedrock ``…/model/ID/…``); when neither names one, the whole
+  path (query string dropped), so that two endpoints whose model we cannot see never
+  share answers;
 - ``intent``: the canonical, dialect-free conversation from :mod:`loopfuse.intent`
   (system prompt, messages, tool calls with parsed arguments, tools offered), which
   already ignores provider ids, ``cache_control`` and signatures;
 - ``params``: every other top-level field of the body, except the few that cannot
-  change the answer (:data:`IGNORED_PARAMS`). Listing what to *drop* rather than what to
+  change the answer (:data:`IGNORED_PARAMS`), and those the intent was built from (each
+  dialect's :meth:`~loopfuse.intent.dialect.Dialect.intent_fields`: they are keyed
+  through the intent). Listing what to *drop* rather than what to
   keep is deliberate: a parameter we have never heard of (a new sampling knob, a
   provider extension) can then only cost a cache miss, never serve a wrong answer.
   Temperature, ``top_p``/``top_k``, ``seed``, every spelling of the token limit
@@ -40,18 +43,17 @@ API key) is never part of a key. An already-parsed value that JSON cannot expres
 
 from __future__ import annotations
 
-import re
 import struct
 from typing import Any, Final
 
 from loopfuse import intent
 from loopfuse.errors import InvalidInputError
+from loopfuse.intent.dialect import dialect_named, model_from_path
 
 __all__ = [
     "IGNORED_PARAMS",
     "analysis_material",
     "canonical_object",
-    "model_from_path",
     "request_material",
 ]
 
@@ -72,23 +74,6 @@ IGNORED_PARAMS: Final = frozenset(
 )
 """Top-level body fields that do not change the answer, so they are not in the key."""
 
-# The fields each dialect's intent is built from; they are keyed through the intent.
-# A field is only left out of the params when the intent really read it (see _consumed).
-_CHAT_FIELDS: Final = ("messages", "system", "tools")
-_INTENT_FIELDS: Final = {
-    "openai_chat": _CHAT_FIELDS,
-    "anthropic": _CHAT_FIELDS,
-    "ollama": _CHAT_FIELDS,
-    "openai_responses": ("input", "instructions", "tools"),
-    "gemini": ("contents", "tools"),
-}
-
-_MODEL_IN_PATH: Final = (
-    re.compile(r"(?:^|/)((?:models|tunedModels|endpoints)/[^/:?#]+)"),  # Gemini, Vertex
-    re.compile(r"(?:^|/)(deployments/[^/?#]+)"),  # Azure OpenAI
-    re.compile(r"(?:^|/)(model/[^/?#]+)"),  # Amazon Bedrock
-)
-
 _SCHEME: Final = "loopfuse.request/1"
 # The member names and constant values request_material writes, written once (they are
 # in every key): a str equal to one of them has the same canonical JSON.
@@ -100,35 +85,6 @@ _WRITTEN: Final = {
     )
 }
 _RAW_TAG: Final = b"loopfuse.request.raw/1\x00"
-
-
-def model_from_path(path: str) -> str | None:
-    """The model a URL path names, with its collection, or ``None``.
-
-    >>> model_from_path("/v1beta/models/gemini-2.0-flash:generateContent")
-    'models/gemini-2.0-flash'
-    >>> model_from_path("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse")
-    'models/gemini-2.0-flash'
-    >>> model_from_path("/openai/deployments/gpt4o-prod/chat/completions?api-version=2024-10-21")
-    'deployments/gpt4o-prod'
-    >>> model_from_path("/v1/chat/completions") is None
-    True
-    """
-    for pattern in _MODEL_IN_PATH:
-        match = pattern.search(path)
-        if match is not None:
-            return match.group(1)
-    return None
-
-
-def _consumed(dialect: str, body: dict[str, Any]) -> set[str]:
-    fields = set(_INTENT_FIELDS[dialect])
-    if dialect in ("openai_chat", "anthropic", "ollama") and "tools" not in body:
-        fields.add("functions")  # legacy OpenAI: read only when ``tools`` is absent
-    if dialect == "gemini":
-        # The intent reads systemInstruction, or system_instruction when it is absent.
-        fields.add("systemInstruction" if "systemInstruction" in body else "system_instruction")
-    return fields
 
 
 def _path_str(path: object) -> str:
@@ -204,7 +160,8 @@ def _json_material(analysis: intent.Analysis, path: str) -> bytes:
         }
         return canonical_object(fallback)
     keyed = {name: field for name, field in value.items() if name not in IGNORED_PARAMS}
-    consumed = _consumed(dialect, keyed)
+    # A field is left out of the params only when the intent really read it.
+    consumed = dialect_named(dialect).intent_fields(keyed)
     params = {name: field for name, field in keyed.items() if name not in consumed}
     model = params.pop("model", None)
     path_model = model_from_path(path)

@@ -1,7 +1,8 @@
 """One canonical, dialect-free form of an LLM request, and its fingerprint.
 
-Every guard sees requests through this module: it is the only part of loopfuse that
-knows what an OpenAI, Anthropic, Gemini or Ollama body looks like.
+Every guard sees requests through this package: it is the only part of loopfuse that
+knows what an OpenAI, Anthropic, Gemini or Ollama body looks like, one module per
+provider (:mod:`loopfuse.intent.dialect` says what each knows and asks them).
 
 Dialects (detected from the body; see :func:`detect_dialect`):
 
@@ -58,8 +59,6 @@ from typing import Any, Final, NamedTuple
 from blake3 import blake3
 
 from loopfuse.errors import InvalidInputError
-from loopfuse.intent._chat import chat_intent
-from loopfuse.intent._gemini import gemini_intent
 from loopfuse.intent._json import (
     MAX_BODY_BYTES,
     MAX_DEPTH,
@@ -68,15 +67,16 @@ from loopfuse.intent._json import (
     dumps_trusted,
     format_float,
     json_backend,
+    json_bytes,
     load,
     load_trusted,
     parse,
 )
 from loopfuse.intent._native import c_extension_available
 from loopfuse.intent._parts import Walk
-from loopfuse.intent._responses import responses_intent
 from loopfuse.intent._threads import call_ids
 from loopfuse.intent._turns import Conversation, Turn, conversation
+from loopfuse.intent.dialect import ALL_DIALECTS, Dialect, dialect_of, read, reader_of
 
 __all__ = [
     "DIALECTS",
@@ -98,15 +98,16 @@ __all__ = [
     "fingerprint_canonical",
     "format_float",
     "json_backend",
+    "json_bytes",
     "load",
     "parse",
     "raw_bytes",
 ]
 
-DIALECTS: Final = ("openai_chat", "openai_responses", "anthropic", "gemini", "ollama")
-"""The dialects :func:`detect_dialect` can name."""
-
-_OLLAMA_FIELDS: Final = frozenset({"options", "keep_alive", "think", "format"})
+DIALECTS: Final = tuple(dialect.name for dialect in ALL_DIALECTS)
+"""The dialects :func:`detect_dialect` can name (``openai_chat``, ``openai_responses``,
+``anthropic``, ``gemini``, ``ollama``): one module of this package each, see
+:mod:`loopfuse.intent.dialect`."""
 
 
 def detect_dialect(body: object) -> str | None:
@@ -123,39 +124,15 @@ def detect_dialect(body: object) -> str | None:
     >>> detect_dialect(b"not json") is None
     True
     """
-    value = load(body)
-    walk = Walk()
-    _intent_of(value, walk)
-    return _dialect_of(value, walk)
-
-
-def _dialect_of(value: object, walk: Walk) -> str | None:
-    """The dialect of a parsed body whose intent ``walk`` went through."""
-    if not isinstance(value, dict):
-        return None
-    if isinstance(value.get("messages"), list):
-        if "system" in value or "anthropic_version" in value or walk.anthropic:
-            return "anthropic"
-        if walk.ollama or not value.keys().isdisjoint(_OLLAMA_FIELDS):
-            return "ollama"
-        return "openai_chat"
-    if isinstance(value.get("contents"), list):
-        return "gemini"
-    if isinstance(value.get("input"), str | list):
-        return "openai_responses"
-    return None
+    found = read(load(body), Walk())
+    return None if found is None else found[0].name
 
 
 def _intent_of(value: object, walk: Walk | None = None) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
-    if isinstance(value.get("messages"), list):
-        return chat_intent(value, walk)
-    if isinstance(value.get("contents"), list):
-        return gemini_intent(value, walk)
-    if isinstance(value.get("input"), str | list):
-        return responses_intent(value, walk)
-    return None
+    reader = reader_of(value)
+    return None if reader is None else reader.intent(value, walk)
 
 
 _HASH_JOINED_UP_TO = 1024 * 1024
@@ -263,16 +240,23 @@ def analyse(body: object, ignore: Collection[str] = ()) -> Analysis:
     if value is NOT_JSON:
         return Analysis(NOT_JSON, None, None, ignored=ignored)
     walk = Walk(trusted)
-    intent = _intent_of(value, walk)
-    if intent is None:
+    found = read(value, walk)
+    if found is None:
         return Analysis(value, None, None, ignored=ignored)
+    dialect, intent = found
     canon = dumps_trusted(intent, walk.ok, MAX_DEPTH + _INTENT_DEPTH_SLACK)
-    dialect = _dialect_of(value, walk)
-    key_dialect = dialect
-    if ignored and isinstance(value, dict) and any(name in value for name in ignored):
+    key_dialect: Dialect | None = dialect
+    if ignored and isinstance(value, dict) and not value.keys().isdisjoint(ignored):
         keyed = {name: field for name, field in value.items() if name not in ignored}
-        key_dialect = _dialect_of(keyed, walk)
-    return Analysis(value, dialect, canon, intent, key_dialect, ignored)
+        key_dialect = dialect_of(keyed, walk)
+    return Analysis(
+        value,
+        dialect.name,
+        canon,
+        intent,
+        None if key_dialect is None else key_dialect.name,
+        ignored,
+    )
 
 
 def fingerprint_canonical(canonical: bytes, path: str = "") -> int:
@@ -283,7 +267,11 @@ def fingerprint_canonical(canonical: bytes, path: str = "") -> int:
     ...     b'{"input": "hi"}', "/v1/responses")
     True
     """
-    prefix = _path_bytes(path) + b"\n"
+    return _hashed(_path_bytes(path), canonical)
+
+
+def _hashed(path: bytes, canonical: bytes) -> int:
+    prefix = path + b"\n"
     if len(canonical) <= _HASH_JOINED_UP_TO:
         # One buffer hashes faster than a stream that starts with a few bytes (15 -> 12 us
         # for 45 KB): the copy costs less than it saves.
@@ -340,11 +328,11 @@ def fingerprint(body: object, path: str = "") -> int:
     >>> fingerprint(b'{"messages": [{"role": "user", "content": "hi"}]}')
     7915524336615399434
     """
-    _path_bytes(path)  # a bad path is an error before any work
+    encoded = _path_bytes(path)  # a bad path is an error before any work
     data = _canonical_bytes(body)
     if data is None:
         data = raw_bytes(body)
-    return fingerprint_canonical(data, path)
+    return _hashed(encoded, data)
 
 
 def __dir__() -> list[str]:

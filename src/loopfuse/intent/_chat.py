@@ -8,7 +8,8 @@ mixes spellings still has one well-defined intent.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from loopfuse.intent._parts import (
     CallLinker,
@@ -24,6 +25,23 @@ from loopfuse.intent._written import has_written_calls, written_messages
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _TEXT_TYPES = frozenset({"text", "input_text"})
+_FIELDS: Final = frozenset({"messages", "system", "tools"})
+_LEGACY_FIELDS: Final = _FIELDS | {"functions"}
+
+
+def chat_fields(body: Mapping[str, Any]) -> frozenset[str]:
+    """The top-level fields :func:`chat_intent` reads: ``messages``, Anthropic's
+    ``system``, ``tools``, and legacy OpenAI ``functions`` when there is no ``tools``.
+
+    >>> sorted(chat_fields({"messages": [], "functions": []}))
+    ['functions', 'messages', 'system', 'tools']
+    """
+    return _FIELDS if "tools" in body else _LEGACY_FIELDS
+
+
+def is_chat_answer(item: object) -> bool:
+    """Whether a ``messages`` item is the model's: an ``assistant`` message."""
+    return type(item) is dict and item.get("role") == "assistant"
 
 
 def chat_intent(body: dict[str, Any], walk: Walk | None = None) -> dict[str, Any]:

@@ -45,6 +45,7 @@ __all__ = [
     "canonical_json",
     "format_float",
     "json_backend",
+    "json_bytes",
     "load",
     "parse",
 ]
@@ -389,3 +390,29 @@ def dumps_trusted(value: object, trusted: bool, depth_limit: int = MAX_DEPTH) ->
         except (ValueError, RecursionError):
             pass
     return dumps(value, depth_limit)
+
+
+def json_bytes(value: object, *, compact: bool = True) -> bytes:
+    """``value`` as JSON in UTF-8, non-ASCII text as it is, keys in their order: the
+    bytes a body sent on (a request with a note, a refusal) is written as.
+
+    Text that UTF-8 cannot hold — a lone surrogate, which JSON may escape and so a
+    parsed body may carry (a tool output cut in the middle of an emoji) — is written
+    as the escape the client sent (``\\ud83d``): the whole value is then written
+    ASCII-only, rather than the write raising on the request path. ``compact=False``
+    keeps ``json.dumps``'s spaces after ``,`` and ``:``. Raises what ``json.dumps``
+    raises for a value JSON cannot express.
+
+    >>> json_bytes({"a": "é"}).decode()
+    '{"a":"é"}'
+    >>> json_bytes({"a": "cut " + chr(0xD83D)})
+    b'{"a":"cut \\\\ud83d"}'
+    >>> json_bytes({"a": 1}, compact=False)
+    b'{"a": 1}'
+    """
+    separators = (",", ":") if compact else None
+    text = json.dumps(value, ensure_ascii=False, separators=separators)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=separators).encode("ascii")

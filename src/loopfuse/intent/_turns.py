@@ -24,21 +24,18 @@ checks it on random bodies of every dialect.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
+from loopfuse.intent._json import load
 from loopfuse.intent._parts import Walk
+from loopfuse.intent.dialect import ALL_DIALECTS, Dialect, read
 
 __all__ = ["CONVERSATION_KEYS", "Conversation", "Turn", "conversation", "turns_of"]
 
-CONVERSATION_KEYS: Final = {
-    "openai_chat": "messages",
-    "anthropic": "messages",
-    "ollama": "messages",
-    "gemini": "contents",
-    "openai_responses": "input",
-}
-"""Where each dialect keeps the conversation that grows turn by turn."""
+CONVERSATION_KEYS: Final = {dialect.name: dialect.conversation for dialect in ALL_DIALECTS}
+"""Where each dialect keeps the conversation that grows turn by turn (its
+:attr:`~loopfuse.intent.dialect.Dialect.conversation`)."""
 
 
 class Turn(NamedTuple):
@@ -63,42 +60,16 @@ class Turn(NamedTuple):
     calls: int
 
 
-def _chat_answer(item: object) -> bool:
-    return type(item) is dict and item.get("role") == "assistant"
-
-
-def _gemini_answer(item: object) -> bool:
-    return type(item) is dict and item.get("role") == "model"
-
-
-def _responses_answer(item: object) -> bool:
-    if type(item) is not dict:
-        return False
-    kind = item.get("type")
-    if type(kind) is str and (kind == "reasoning" or kind.endswith("_call")):
-        return True
-    return item.get("role") == "assistant"
-
-
-_ANSWERS: Final[dict[str, Callable[[object], bool]]] = {
-    "openai_chat": _chat_answer,
-    "anthropic": _chat_answer,
-    "ollama": _chat_answer,
-    "gemini": _gemini_answer,
-    "openai_responses": _responses_answer,
-}
-
-
 def turns_of(
-    dialect: str,
+    dialect: Dialect,
     items: Sequence[object],
     messages: Sequence[dict[str, Any]],
     marks: Sequence[tuple[int, int]],
 ) -> tuple[Turn, ...]:
-    """The turns of ``items`` (a body's conversation list, walked into ``messages``
-    with ``marks``: the messages and system parts held before each item)."""
-    is_answer = _ANSWERS[dialect]
-    runs = dialect == "openai_responses"  # one response = a run of output items
+    """The turns of ``items`` (a body's conversation list of ``dialect``, walked into
+    ``messages`` with ``marks``: the messages and system parts held before each item)."""
+    is_answer = dialect.is_answer
+    runs = dialect.answers_run  # one Responses response = a run of output items
     turns: list[Turn] = []
     count = len(items)
     i = 0
@@ -158,19 +129,15 @@ def conversation(body: object) -> Conversation | None:
     >>> cut["messages"] == found.intent["messages"][:3]
     True
     """
-    # The package's own helpers (it imports this module first, so not at the top).
-    from loopfuse.intent import _dialect_of, _intent_of, load
-
     value = load(body)
     marks: list[tuple[int, int]] = []
-    walk = Walk(marks=marks)
-    found = _intent_of(value, walk)
-    dialect = _dialect_of(value, walk)
-    if found is None or dialect is None or not isinstance(value, dict):
+    read_body = read(value, Walk(marks=marks))
+    if read_body is None or not isinstance(value, dict):
         return None
-    key = CONVERSATION_KEYS[dialect]
+    dialect, found = read_body
+    key = dialect.conversation
     items = value[key]
     if not isinstance(items, list):
         return None  # a Responses ``input`` string: one request, no turns
     turns = turns_of(dialect, items, found["messages"], marks)
-    return Conversation(dialect, key, found, turns)
+    return Conversation(dialect.name, key, found, turns)

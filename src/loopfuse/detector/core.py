@@ -73,11 +73,13 @@ class RunCore:
         observation: bool,
         costly: bool,
         judge: bool = True,
+        calls: tuple[object, ...] = (),
     ) -> tuple[BatchRecord, LoopDetected | None]:
         """Count a batch; with ``judge``, also decide whether it is refused.
 
         A replay counts earlier turns with ``judge=False``: their counting and history are
-        what later turns depend on, their own verdicts are never read.
+        what later turns depend on, their own verdicts are never read. ``calls`` are the
+        checked :class:`~loopfuse.detector.ToolCall` objects the ticket keeps.
         """
         same_batch = self._key is not None and key == self._key
         retry = self._refused if same_batch else None
@@ -96,7 +98,7 @@ class RunCore:
         if not observation:
             entry.edits = reader.edits(names, args)
         self.history.append(entry)
-        record = BatchRecord(self.owner, self._run, entry, self.total, self.strikes)
+        record = BatchRecord(self.owner, self._run, entry, self.total, self.strikes, calls)
         record.observation = observation
         record.costly = costly
         tripped, self._tripped = self._tripped, None
@@ -105,15 +107,13 @@ class RunCore:
             refusal = REPEAT.judge(self, entry, record)
             if refusal is None:
                 earlier = None if retry is None else retry.record
-                lap_back = None if earlier is None else earlier._cycle_ref
+                lap_back = None if earlier is None else earlier.lap_back
                 refusal = CYCLE.judge(self, record, None if earlier is None else retry, lap_back)
             if refusal is not None:
-                record._basis = refusal.basis
-                if refusal.lap_back is not None:
-                    record._cycle_ref = refusal.lap_back
+                record.mark_refused(refusal.basis, refusal.lap_back)
                 error = refusal.error
             elif tripped is not None:
-                record._basis = "signal"
+                record.mark_refused("signal")
                 error = self.loop(tripped, record)
         if error is not None:
             error.record = record
@@ -138,13 +138,13 @@ class RunCore:
         ``text`` is the answers' text when the caller has it beside a digest.
         """
         record.use(self.owner)
-        entry = record._entry
+        entry = record.entry
         entry.answers = answers
         entry.text = text
         entry.refused = False  # it ran after all: answer-based signals read it again
         if self._refused is not None and self._refused.record is record:
             self._refused = None  # it ran after all: its answers now speak for it
-        if record._run != self._run:
+        if record.run != self._run:
             return RepeatOutcome.NOT_THE_CURRENT_RUN, None
         last = self.last
         outcome = RepeatOutcome.NOT_COMPARABLE
@@ -200,14 +200,14 @@ class RunCore:
         refusal an answer-based signal made is judged again on the new answers (by
         :meth:`record`), so it does not stand on its own.
         """
-        if record._basis == "strikes":
+        if record.basis == "strikes":
             return outcome is not RepeatOutcome.ANSWER_CHANGED
-        if record._basis == "cycle" and record._cycle_ref is not None:
+        if record.basis == "cycle" and record.lap_back is not None:
             same = same_answers(
-                record._cycle_ref.answers, record._entry.answers, self.settings.normalize_answers
+                record.lap_back.answers, record.entry.answers, self.settings.normalize_answers
             )
             return same is not False
-        return record._basis != "signal"
+        return record.basis != "signal"
 
     def loop(self, found: Trip, record: BatchRecord) -> LoopDetected:
         """The :class:`LoopDetected` that reports an answer-based signal's trip."""

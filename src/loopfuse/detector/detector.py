@@ -114,17 +114,16 @@ class LoopDetector:
         if not settings.enabled or not kept:
             # Off, or only ignored tools: a ticket that no run counts.
             entry = HistoryEntry(signature, tuple(call.name for call in calls), False)
-            record = BatchRecord(self, -1, entry, 0, 0)
-            record._calls = tuple(calls)
-            return record
+            return BatchRecord(self, -1, entry, 0, 0, tuple(calls))
         if keep is not None:
             signature = batch_signature(kept)
         names = tuple(call.name for call in kept)
         args = tuple(call.arguments for call in kept)
         observation, costly = settings.reader.classify(names, args)
         with self._lock:
-            record, error = self._core.admit(signature, names, args, observation, costly)
-        record._calls = tuple(calls)
+            record, error = self._core.admit(
+                signature, names, args, observation, costly, calls=tuple(calls)
+            )
         if error is not None:
             raise error
         return record
@@ -151,7 +150,7 @@ class LoopDetector:
         if answers is not None:
             if digest is not None:
                 raise InvalidInputError("pass either a digest or answers=, not both")
-            calls = [c for c in record._calls if isinstance(c, ToolCall)]
+            calls = [c for c in record.calls if isinstance(c, ToolCall)]
             reading = self.settings.error_reading
             digest = results_digest(calls, answers, error=error, reading=reading)
             if digest is not None and digest_facts(digest)[0]:
@@ -161,7 +160,7 @@ class LoopDetector:
                 f"digest must be made by results_digest(), got {digest!r}: "
                 "pass raw answers with record_results(record, answers=[...])"
             )
-        if record._run < 0:  # the detector was off, or every call was ignored
+        if record.run < 0:  # the detector was off, or every call was ignored
             record.use(self)
             return RepeatOutcome.NOT_COMPARABLE
         with self._lock:

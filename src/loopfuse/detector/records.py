@@ -275,8 +275,8 @@ class BatchRecord:
     __slots__ = (
         "_basis",
         "_calls",
-        "_cycle_ref",
         "_entry",
+        "_lap_back",
         "_owner",
         "_run",
         "_used",
@@ -288,20 +288,64 @@ class BatchRecord:
     )
 
     def __init__(
-        self, owner: object, run: int, entry: HistoryEntry, count: int, strikes: int
+        self,
+        owner: object,
+        run: int,
+        entry: HistoryEntry,
+        count: int,
+        strikes: int,
+        calls: tuple[object, ...] = (),
     ) -> None:
         self._owner = owner
         self._run = run
         self._entry = entry
+        self._calls = calls
         self._used = False
-        self._basis = ""  # why it was refused: "strikes", "ceiling", "cycle", "signal" or ""
-        self._cycle_ref: HistoryEntry | None = None
-        self._calls: tuple[object, ...] = ()  # the ToolCalls, for answers given raw
+        self._basis = ""
+        self._lap_back: HistoryEntry | None = None
         self.count = count
         self.strikes = strikes
         self.observation = False
         self.costly = False
         self.rescued = False
+
+    # What the detector that issued the ticket reads back (its run, the calls for answers
+    # handed in raw, why it refused the batch): read-only here, set only by mark_refused().
+
+    @property
+    def run(self) -> int:
+        """The number of the run the batch was counted in (``-1``: counted in none: the
+        detector was off, or every call was of an ignored tool)."""
+        return self._run
+
+    @property
+    def entry(self) -> HistoryEntry:
+        """The batch as its run remembers it."""
+        return self._entry
+
+    @property
+    def calls(self) -> tuple[object, ...]:
+        """The :class:`~loopfuse.detector.ToolCall` objects checked (for answers handed
+        to ``record_results`` raw)."""
+        return self._calls
+
+    @property
+    def basis(self) -> str:
+        """Why the batch was refused: ``"strikes"``, ``"ceiling"``, ``"cycle"``,
+        ``"signal"`` (an answer-based signal), or ``""`` (it was not)."""
+        return self._basis
+
+    @property
+    def lap_back(self) -> HistoryEntry | None:
+        """For a refused cycle: the same batch one lap back (its answers decide whether
+        the refusal stands once this one has run)."""
+        return self._lap_back
+
+    def mark_refused(self, basis: str, lap_back: HistoryEntry | None = None) -> None:
+        """Mark the batch refused on ``basis`` (see :attr:`basis`)."""
+        self._basis = basis
+        if lap_back is not None:
+            self._lap_back = lap_back
 
     @property
     def signature(self) -> str:

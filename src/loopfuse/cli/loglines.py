@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Final
 
 from loopfuse import intent
-from loopfuse.intent._textdepth import json_loads
+from loopfuse.intent import json_loads
 from loopfuse.intent._turns import CONVERSATION_KEYS as _KEY_OF_DIALECT
 
 __all__ = [

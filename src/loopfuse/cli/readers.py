@@ -65,7 +65,7 @@ from loopfuse.cli.loglines import (
     size_text,
 )
 from loopfuse.errors import LoopfuseError
-from loopfuse.intent._textdepth import json_loads
+from loopfuse.intent import json_loads
 
 __all__ = [
     "LOG_SUFFIXES",

@@ -27,7 +27,7 @@ from loopfuse.detector._shell_rules import compile_commands, line_is_read_only
 from loopfuse.detector.tools import name_words
 from loopfuse.detector.vocabulary import DEFAULT_READ_ONLY_COMMANDS, DEFAULT_SHELL_TOOLS
 from loopfuse.errors import ConfigError
-from loopfuse.intent._textdepth import json_loads
+from loopfuse.intent import json_loads
 
 __all__ = [
     "COMMAND_KEYS",

@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from blake3 import blake3
 
 from loopfuse.errors import InvalidInputError
-from loopfuse.intent import canonical_json
-from loopfuse.intent._textdepth import json_loads
+from loopfuse.intent import canonical_json, json_loads
 
 __all__ = ["ToolCall", "batch_signature", "call_signature"]
 

@@ -74,6 +74,7 @@ from loopfuse.intent._json import (
 )
 from loopfuse.intent._native import c_extension_available
 from loopfuse.intent._parts import Walk
+from loopfuse.intent._textdepth import json_loads
 from loopfuse.intent._threads import call_ids
 from loopfuse.intent._turns import Conversation, Turn, conversation
 from loopfuse.intent.dialect import ALL_DIALECTS, Dialect, dialect_of, read, reader_of
@@ -99,6 +100,7 @@ __all__ = [
     "format_float",
     "json_backend",
     "json_bytes",
+    "json_loads",
     "load",
     "parse",
     "raw_bytes",

@@ -33,7 +33,7 @@ from loopfuse.intent._json import MAX_DEPTH
 from loopfuse.intent._parts import CallLinker, Part, Walk, tool_call
 from loopfuse.intent._textdepth import nests_deeper
 
-__all__ = ["answer_message", "has_written_calls", "written_messages"]
+__all__ = ["has_written_calls", "written_messages"]
 
 CALLING_TOOLS: Final = "Calling tools:"
 ACTION: Final = "Action:"

@@ -27,7 +27,7 @@ from loopfuse._api import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers; at run time they load on first use
     from loopfuse import intent
-    from loopfuse.breaker import LoopBreaker, LoopBroken, LoopDecision
+    from loopfuse.breaker import BreakerSettings, LoopBreaker, LoopBroken, LoopDecision
     from loopfuse.dedup import (
         CachedResponse,
         DedupCache,
@@ -80,6 +80,7 @@ __all__ = [
     "AsyncCacheStore",
     "BatchRecord",
     "BatchRecordError",
+    "BreakerSettings",
     "BreakerStore",
     "CacheStore",
     "CachedResponse",
@@ -134,6 +135,7 @@ _LAZY: Final[dict[str, str]] = {
     "AsyncCacheStore": "loopfuse.stores",
     "BatchRecord": "loopfuse.detector",
     "BatchRecordError": "loopfuse.detector",
+    "BreakerSettings": "loopfuse.breaker",
     "BreakerStore": "loopfuse.stores",
     "CacheStore": "loopfuse.stores",
     "CachedResponse": "loopfuse.dedup",

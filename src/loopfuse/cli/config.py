@@ -211,7 +211,7 @@ def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
     names no session (no ``session`` in a log entry, no end user in the body) is counted
     in session ``"default"``, as if the whole file were one client's."""
     guards = settings.guards
-    breaker = LoopBreaker(settings.window, settings.max_repeats, clock=clock)
+    breaker = LoopBreaker(window=settings.window, max_repeats=settings.max_repeats, clock=clock)
     cache: DedupCache[int] = DedupCache(settings.cache_capacity, settings.cache_ttl, clock)
     return Guard(
         breaker=breaker if "breaker" in guards else None,

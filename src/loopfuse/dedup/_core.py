@@ -22,7 +22,7 @@ from collections.abc import Callable
 from numbers import Real
 from typing import Final, Generic, SupportsIndex, TypeVar, cast
 
-from loopfuse._settings import read_clock
+from loopfuse._clock import read_clock
 from loopfuse.dedup.entries import DedupStats
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.errors import ConfigError, InvalidInputError
@@ -147,7 +147,7 @@ class CacheCore(Generic[V]):
         )
 
     def now(self) -> float:
-        """The clock's reading, checked (see :func:`~loopfuse._settings.read_clock`)."""
+        """The clock's reading, checked (see :func:`~loopfuse._clock.read_clock`)."""
         return read_clock(self.clock)
 
     def count(self, *, hit: bool) -> None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
     from loopfuse.breaker import BreakerSettings, LoopBreaker, LoopBroken, LoopDecision
     from loopfuse.dedup import (
         CachedResponse,
+        CacheSettings,
         DedupCache,
         DedupStats,
         RequestKey,
@@ -82,6 +83,7 @@ __all__ = [
     "BatchRecordError",
     "BreakerSettings",
     "BreakerStore",
+    "CacheSettings",
     "CacheStore",
     "CachedResponse",
     "ConfigError",
@@ -137,6 +139,7 @@ _LAZY: Final[dict[str, str]] = {
     "BatchRecordError": "loopfuse.detector",
     "BreakerSettings": "loopfuse.breaker",
     "BreakerStore": "loopfuse.stores",
+    "CacheSettings": "loopfuse.dedup",
     "CacheStore": "loopfuse.stores",
     "CachedResponse": "loopfuse.dedup",
     "ConfigError": "loopfuse.errors",

@@ -212,7 +212,9 @@ def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
     in session ``"default"``, as if the whole file were one client's."""
     guards = settings.guards
     breaker = LoopBreaker(window=settings.window, max_repeats=settings.max_repeats, clock=clock)
-    cache: DedupCache[int] = DedupCache(settings.cache_capacity, settings.cache_ttl, clock)
+    cache: DedupCache[int] = DedupCache(
+        capacity=settings.cache_capacity, default_ttl=settings.cache_ttl, clock=clock
+    )
     return Guard(
         breaker=breaker if "breaker" in guards else None,
         detector=detector_of(settings) if "detector" in guards else None,

@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
     from loopfuse.guard import (
         Guard,
         GuardDecision,
+        GuardSettings,
         PreparedRequest,
         RequestContext,
         Scanner,
@@ -96,6 +97,7 @@ __all__ = [
     "Guard",
     "GuardDecision",
     "GuardEvent",
+    "GuardSettings",
     "InvalidInputError",
     "Loop",
     "LoopBreaker",
@@ -152,6 +154,7 @@ _LAZY: Final[dict[str, str]] = {
     "Guard": "loopfuse.guard",
     "GuardDecision": "loopfuse.guard",
     "GuardEvent": "loopfuse.events",
+    "GuardSettings": "loopfuse.guard",
     "InvalidInputError": "loopfuse.errors",
     "Loop": "loopfuse.loop",
     "LoopBreaker": "loopfuse.breaker",

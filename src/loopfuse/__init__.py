@@ -12,6 +12,8 @@ Call a guard before every LLM request:
   one canonical intent and fingerprints it.
 - :mod:`loopfuse.events`: every decision as a :class:`GuardEvent`, for your logs, metrics
   and traces (``on_event=`` on each guard and integration).
+- :func:`load_settings` reads the settings file ``loopfuse scan --config`` tunes (every
+  guard's :class:`Settings`) and builds the same guard in production.
 
 >>> import loopfuse
 >>> breaker = loopfuse.LoopBreaker(window=30, max_repeats=5)
@@ -66,6 +68,7 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
         ScanVerdict,
     )
     from loopfuse.loop import Loop
+    from loopfuse.settings import Settings, load_settings
     from loopfuse.stores import (
         AsyncBreakerStore,
         AsyncCacheStore,
@@ -113,6 +116,7 @@ __all__ = [
     "RequestKey",
     "ScanVerdict",
     "Scanner",
+    "Settings",
     "SingleFlightReentryError",
     "SingleFlightTimeoutError",
     "StagnationDetected",
@@ -124,6 +128,7 @@ __all__ = [
     "__version__",
     "batch_signature",
     "intent",
+    "load_settings",
     "log_events",
     "results_digest",
     "scan",
@@ -170,6 +175,7 @@ _LAZY: Final[dict[str, str]] = {
     "RequestKey": "loopfuse.dedup",
     "ScanVerdict": "loopfuse.guard",
     "Scanner": "loopfuse.guard",
+    "Settings": "loopfuse.settings",
     "SingleFlightReentryError": "loopfuse.dedup",
     "SingleFlightTimeoutError": "loopfuse.dedup",
     "StagnationDetected": "loopfuse.detector",
@@ -180,6 +186,7 @@ _LAZY: Final[dict[str, str]] = {
     "Verdict": "loopfuse.detector",
     "batch_signature": "loopfuse.detector",
     "intent": "loopfuse.intent",
+    "load_settings": "loopfuse.settings",
     "log_events": "loopfuse.events",
     "results_digest": "loopfuse.detector",
     "scan": "loopfuse.detector",

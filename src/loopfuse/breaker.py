@@ -56,7 +56,7 @@ max_sessions=10000, fail_closed=False)
     window: float = setting(
         DEFAULT_WINDOW_SECS,
         Seconds(),
-        "sliding window, seconds (a number or a timedelta)",
+        "sliding window, seconds",
     )
     max_repeats: int = setting(
         DEFAULT_MAX_REPEATS,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from blake3 import blake3
 
+from loopfuse._settings_file import load_toml
 from loopfuse.cli.agents import AGENTS, Action, HookEvent, HookPayloadError, parse_event, render
 from loopfuse.cli.hook_state import (
     LockTimeout,
@@ -50,7 +51,6 @@ from loopfuse.cli.options import (
     Option,
     detector_options,
     detector_settings,
-    load_toml,
     parse_mode,
 )
 from loopfuse.errors import ConfigError

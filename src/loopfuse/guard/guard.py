@@ -213,7 +213,7 @@ class GuardSettings:
     shared_session: str | None = setting(
         None,
         _NON_EMPTY_OR_NONE,
-        "the breaker's session for requests that name none (none: they are not counted)",
+        "the breaker's session of requests that name none (none: not counted; a scan: one)",
     )
     fail_closed: bool = setting(
         False, Flag(), "refuse, instead of forwarding, a request the guard failed to check"

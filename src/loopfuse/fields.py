@@ -43,7 +43,6 @@ import math
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
-from numbers import Real
 from typing import Any, Final, TypeVar
 
 from loopfuse.errors import ConfigError
@@ -544,8 +543,13 @@ def _seconds(value: object) -> float | None:
     """``value`` (a real number or a ``timedelta``) as float seconds, or ``None``."""
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, Real):
+    if isinstance(value, bool):
         return None
+    if not isinstance(value, int | float):
+        from numbers import Real  # here: the hook reads settings without it
+
+        if not isinstance(value, Real):
+            return None
     try:
         return float(value)
     except (OverflowError, ValueError):  # an int too large for a float

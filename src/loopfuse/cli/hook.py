@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from blake3 import blake3
 
-from loopfuse._settings_file import load_toml
 from loopfuse.cli.agents import AGENTS, Action, HookEvent, HookPayloadError, parse_event, render
 from loopfuse.cli.hook_state import (
     LockTimeout,
@@ -191,6 +190,8 @@ def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> Hook
     config = flags.get("config") or env.get("LOOPFUSE_CONFIG")
     if isinstance(config, str) and config:
         from pathlib import Path  # only with a settings file: pathlib costs a hook's start
+
+        from loopfuse._settings_file import load_toml
 
         table = load_toml(Path(config))
         for key, raw in table.items():

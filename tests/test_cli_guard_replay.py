@@ -18,19 +18,33 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conversation_bodies import conversations
-from loopfuse import Guard, GuardDecision, RequestContext, intent
+from loopfuse import (
+    BreakerSettings,
+    CacheSettings,
+    Guard,
+    GuardDecision,
+    GuardSettings,
+    RequestContext,
+    intent,
+)
 from loopfuse.cli.config import Settings, guard_of
 from loopfuse.cli.decisions import FakeClock, scan_source
 from loopfuse.cli.readers import read_bytes
 from loopfuse.detector import DetectorSettings
 
+REFUSE = GuardSettings(mode="refuse")
 CONFIGS = {
     "all guards, strict": Settings(
-        max_repeats=1, detector=DetectorSettings(max_strikes=1), cache_ttl=5.0, mode="refuse"
+        breaker=BreakerSettings(max_repeats=1),
+        detector=DetectorSettings(max_strikes=1),
+        cache=CacheSettings(default_ttl=5.0),
+        guard=REFUSE,
     ),
-    "cache only": Settings(guards=("dedup",), cache_ttl=7.0, mode="refuse"),
-    "breaker only": Settings(guards=("breaker",), max_repeats=1, window=5.0, mode="refuse"),
-    "defaults": Settings(mode="refuse"),
+    "cache only": Settings(guards=("dedup",), cache=CacheSettings(default_ttl=7.0), guard=REFUSE),
+    "breaker only": Settings(
+        guards=("breaker",), breaker=BreakerSettings(max_repeats=1, window=5.0), guard=REFUSE
+    ),
+    "defaults": Settings(guard=REFUSE),
 }
 
 Outcome = tuple[str, str | None, int]

@@ -314,11 +314,11 @@ def test_a_user_setting_from_the_command_line_and_the_settings_file(
 
 def test_scan_reads_a_settings_file_with_a_hook_table(tmp_path: Path) -> None:
     """One file for both: ``loopfuse scan --config`` skips the ``[hook]`` table."""
-    from loopfuse.cli.config import Settings, apply, load_toml
+    from loopfuse.cli.config import Settings
 
     config = tmp_path / "loopfuse.toml"
     config.write_text('max_strikes = 2\n[hook]\nmode = "refuse"\n')
-    assert apply(load_toml(config), Settings(), str(config)).detector.max_strikes == 2
+    assert Settings.from_toml(config).detector.max_strikes == 2
 
 
 @pytest.mark.parametrize(

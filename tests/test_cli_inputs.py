@@ -270,7 +270,7 @@ def test_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[st
         (["scan", "x.json", "--window", "0"], "--window must be a positive number of seconds"),
         (["scan", "x.json", "--window", "nan"], "--window must be a positive number"),
         (["scan", "x.json", "--guards", "breaker,fuse"], "--guards must name some of"),
-        (["scan", "x.json", "--cache-capacity", "0"], "capacity must be an int >= 1"),
+        (["scan", "x.json", "--cache-capacity", "0"], "--cache-capacity must be an integer >= 1"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["scan", "x.json", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
     ],

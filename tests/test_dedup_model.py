@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from conftest import FakeClock
 from loopfuse.dedup import CachedResponse, DedupCache, RequestKey
-from loopfuse.dedup._expiry import ExpiryIndex
+from loopfuse.stores._expiry import ExpiryIndex
 
 
 def k(text: str) -> RequestKey:

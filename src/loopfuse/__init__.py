@@ -12,6 +12,8 @@ Call a guard before every LLM request:
   one canonical intent and fingerprints it.
 - :mod:`loopfuse.events`: every decision as a :class:`GuardEvent`, for your logs, metrics
   and traces (``on_event=`` on each guard and integration).
+- :func:`load_settings` reads the settings file ``loopfuse scan --config`` tunes (every
+  guard's :class:`Settings`) and builds the same guard in production.
 
 >>> import loopfuse
 >>> breaker = loopfuse.LoopBreaker(window=30, max_repeats=5)
@@ -27,9 +29,10 @@ from loopfuse._api import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers; at run time they load on first use
     from loopfuse import intent
-    from loopfuse.breaker import LoopBreaker, LoopBroken, LoopDecision
+    from loopfuse.breaker import BreakerSettings, LoopBreaker, LoopBroken, LoopDecision
     from loopfuse.dedup import (
         CachedResponse,
+        CacheSettings,
         DedupCache,
         DedupStats,
         RequestKey,
@@ -58,12 +61,14 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
     from loopfuse.guard import (
         Guard,
         GuardDecision,
+        GuardSettings,
         PreparedRequest,
         RequestContext,
         Scanner,
         ScanVerdict,
     )
     from loopfuse.loop import Loop
+    from loopfuse.settings import Settings, load_settings
     from loopfuse.stores import (
         AsyncBreakerStore,
         AsyncCacheStore,
@@ -80,7 +85,9 @@ __all__ = [
     "AsyncCacheStore",
     "BatchRecord",
     "BatchRecordError",
+    "BreakerSettings",
     "BreakerStore",
+    "CacheSettings",
     "CacheStore",
     "CachedResponse",
     "ConfigError",
@@ -93,6 +100,7 @@ __all__ = [
     "Guard",
     "GuardDecision",
     "GuardEvent",
+    "GuardSettings",
     "InvalidInputError",
     "Loop",
     "LoopBreaker",
@@ -108,6 +116,7 @@ __all__ = [
     "RequestKey",
     "ScanVerdict",
     "Scanner",
+    "Settings",
     "SingleFlightReentryError",
     "SingleFlightTimeoutError",
     "StagnationDetected",
@@ -119,6 +128,7 @@ __all__ = [
     "__version__",
     "batch_signature",
     "intent",
+    "load_settings",
     "log_events",
     "results_digest",
     "scan",
@@ -134,7 +144,9 @@ _LAZY: Final[dict[str, str]] = {
     "AsyncCacheStore": "loopfuse.stores",
     "BatchRecord": "loopfuse.detector",
     "BatchRecordError": "loopfuse.detector",
+    "BreakerSettings": "loopfuse.breaker",
     "BreakerStore": "loopfuse.stores",
+    "CacheSettings": "loopfuse.dedup",
     "CacheStore": "loopfuse.stores",
     "CachedResponse": "loopfuse.dedup",
     "ConfigError": "loopfuse.errors",
@@ -147,6 +159,7 @@ _LAZY: Final[dict[str, str]] = {
     "Guard": "loopfuse.guard",
     "GuardDecision": "loopfuse.guard",
     "GuardEvent": "loopfuse.events",
+    "GuardSettings": "loopfuse.guard",
     "InvalidInputError": "loopfuse.errors",
     "Loop": "loopfuse.loop",
     "LoopBreaker": "loopfuse.breaker",
@@ -162,6 +175,7 @@ _LAZY: Final[dict[str, str]] = {
     "RequestKey": "loopfuse.dedup",
     "ScanVerdict": "loopfuse.guard",
     "Scanner": "loopfuse.guard",
+    "Settings": "loopfuse.settings",
     "SingleFlightReentryError": "loopfuse.dedup",
     "SingleFlightTimeoutError": "loopfuse.dedup",
     "StagnationDetected": "loopfuse.detector",
@@ -172,6 +186,7 @@ _LAZY: Final[dict[str, str]] = {
     "Verdict": "loopfuse.detector",
     "batch_signature": "loopfuse.detector",
     "intent": "loopfuse.intent",
+    "load_settings": "loopfuse.settings",
     "log_events": "loopfuse.events",
     "results_digest": "loopfuse.detector",
     "scan": "loopfuse.detector",

@@ -16,26 +16,72 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Final
 
-from loopfuse._settings import count_setting, env_int, read_clock, window_seconds
+from loopfuse._clock import read_clock
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
 from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
+from loopfuse.fields import Flag, Integer, Seconds, check_fields, configured, setting
 from loopfuse.intent import fingerprint as intent_fingerprint
 from loopfuse.loop import Loop
 from loopfuse.stores import AsyncBreakerStore, BreakerStore, StoreUnavailableError
 from loopfuse.stores._drive import StoreAccess, adrive, drive
-from loopfuse.stores.memory import MemoryBreakerStore
+from loopfuse.stores.memory import DEFAULT_MAX_SESSIONS, MemoryBreakerStore
 
-__all__ = ["LoopBreaker", "LoopBroken", "LoopDecision"]
+__all__ = ["BreakerSettings", "LoopBreaker", "LoopBroken", "LoopDecision"]
 
 logger = logging.getLogger("loopfuse")
 
 DEFAULT_WINDOW_SECS: Final = 30.0
 DEFAULT_MAX_REPEATS: Final = 5
 DEFAULT_MAX_SAMPLES_PER_SESSION: Final = 256
-DEFAULT_MAX_SESSIONS: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BreakerSettings:
+    """Every setting of a :class:`LoopBreaker`, checked once: each field is declared
+    here with its default, its kind and a one-line help (:mod:`loopfuse.fields`), and
+    ``loopfuse scan``'s flags and a settings file's keys are made from them
+    (:func:`loopfuse.load_settings`). ``max_repeats=0`` switches the breaker off.
+
+    >>> BreakerSettings(window=60, max_repeats=3)
+    BreakerSettings(window=60.0, max_repeats=3, max_samples_per_session=256, \
+max_sessions=10000, fail_closed=False)
+    >>> BreakerSettings(max_repeats=-1)
+    Traceback (most recent call last):
+        ...
+    loopfuse.fields.SettingError: max_repeats must be an int >= 0, got -1
+    """
+
+    window: float = setting(
+        DEFAULT_WINDOW_SECS,
+        Seconds(),
+        "sliding window, seconds",
+    )
+    max_repeats: int = setting(
+        DEFAULT_MAX_REPEATS,
+        Integer(zero_off=True),
+        "identical requests a window may hold; the next is refused (0: off)",
+    )
+    max_samples_per_session: int = setting(
+        DEFAULT_MAX_SAMPLES_PER_SESSION,
+        Integer(minimum=1),
+        "requests remembered per session, the oldest dropped first",
+    )
+    max_sessions: int = setting(
+        DEFAULT_MAX_SESSIONS,
+        Integer(minimum=1),
+        "sessions remembered in memory, the idle and least recently used dropped first",
+    )
+    fail_closed: bool = setting(
+        False,
+        Flag(),
+        "refuse, instead of allowing, a request the breaker failed to check",
+        key="breaker_fail_closed",  # the guard's fail_closed is the file's and the flag's
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,19 +157,28 @@ class LoopBroken(LoopfuseError):
 class LoopBreaker:
     """Refuses the (N+1)th identical request intent inside a sliding time window.
 
+    Its settings are a :class:`BreakerSettings` (each one's default, meaning and check
+    are declared there): ``LoopBreaker()`` runs the defaults, ``LoopBreaker(window=60,
+    max_repeats=3)`` changes some, ``LoopBreaker(settings, max_repeats=3)`` changes one
+    of ``settings``; an unknown or refused setting is a
+    :class:`~loopfuse.errors.ConfigError` naming it. The settings:
+
+    - ``window``: the window, in seconds or as a ``timedelta``. A sample is live while
+      ``now - seen < window``.
+    - ``max_repeats``: how many identical requests a window may hold. ``0`` disables
+      the breaker: every check allows and records nothing.
+    - ``max_samples_per_session``: samples kept per session; the oldest go first.
+    - ``max_sessions``: sessions tracked at once. Idle sessions (no live sample) are
+      forgotten first; past the cap the least recently used one is evicted, so a
+      client that invents a session id per request cannot grow memory.
+    - ``fail_closed``: refuse, instead of allowing, a request the guard failed to check
+      (its store unreachable included).
+
+    The objects it runs with are keywords of their own:
+
     Args:
-        window: the window, in seconds or as a ``timedelta``. A sample is live while
-            ``now - seen < window``.
-        max_repeats: how many identical requests a window may hold. ``0`` disables
-            the breaker: every check allows and records nothing.
-        max_samples_per_session: samples kept per session; the oldest go first.
-        max_sessions: sessions tracked at once. Idle sessions (no live sample) are
-            forgotten first; past the cap the least recently used one is evicted, so a
-            client that invents a session id per request cannot grow memory.
         clock: seconds, any finite real number; ``time.monotonic`` by default (inject a
             fake one in tests).
-        fail_closed: refuse, instead of allowing, a request the guard failed to check
-            (its store unreachable included).
         store: where the windows live (a :class:`~loopfuse.stores.BreakerStore`, or an
             :class:`~loopfuse.stores.AsyncBreakerStore`). By default a
             :class:`~loopfuse.stores.memory.MemoryBreakerStore` of ``max_sessions``
@@ -160,30 +215,24 @@ class LoopBreaker:
 
     def __init__(
         self,
-        window: float | timedelta = DEFAULT_WINDOW_SECS,
-        max_repeats: int = DEFAULT_MAX_REPEATS,
+        settings: BreakerSettings | None = None,
         *,
-        max_samples_per_session: int = DEFAULT_MAX_SAMPLES_PER_SESSION,
-        max_sessions: int = DEFAULT_MAX_SESSIONS,
         clock: Callable[[], float] = time.monotonic,
-        fail_closed: bool = False,
         store: BreakerStore | AsyncBreakerStore | None = None,
         on_event: EventCallback | None = None,
+        **overrides: object,
     ) -> None:
-        self.window = window_seconds(window)
-        self.max_repeats = count_setting("max_repeats", max_repeats, 0)
-        self.max_samples_per_session = count_setting(
-            "max_samples_per_session", max_samples_per_session, 1
+        self.settings: BreakerSettings = configured(
+            "LoopBreaker", BreakerSettings, settings, overrides, "window=30, max_repeats=5"
         )
-        self.max_sessions = count_setting("max_sessions", max_sessions, 1)
+        """The checked settings (read-only)."""
         if not callable(clock):
             raise ConfigError("clock must be a callable returning seconds as a float")
         self.clock = clock
-        self.fail_closed = bool(fail_closed)
         self.internal_errors = 0
         """How many checks failed internally (and were let through unless fail_closed)."""
         if store is None:
-            store = MemoryBreakerStore(self.max_sessions)
+            store = MemoryBreakerStore(self.settings.max_sessions)
         elif not isinstance(store, BreakerStore | AsyncBreakerStore):
             raise ConfigError(
                 f"store must be a loopfuse.stores.BreakerStore or AsyncBreakerStore, got {store!r}"
@@ -214,14 +263,39 @@ class LoopBreaker:
         """
         env = os.environ if environ is None else environ
         seconds = "positive integer number of seconds"
-        window = env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, seconds)
-        repeats = env_int(env, "LOOP_MAX_REPEATS", DEFAULT_MAX_REPEATS, 0, "non-negative integer")
+        window = _env_int(env, "LOOP_WINDOW_SECS", int(DEFAULT_WINDOW_SECS), 1, seconds)
+        repeats = _env_int(env, "LOOP_MAX_REPEATS", DEFAULT_MAX_REPEATS, 0, "non-negative integer")
         return cls(window=window, max_repeats=repeats, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def window(self) -> float:
+        """The sliding window, in seconds (``settings.window``)."""
+        return self.settings.window
+
+    @property
+    def max_repeats(self) -> int:
+        """Identical requests a window may hold (``settings.max_repeats``; 0: off)."""
+        return self.settings.max_repeats
+
+    @property
+    def max_samples_per_session(self) -> int:
+        """Samples kept per session (``settings.max_samples_per_session``)."""
+        return self.settings.max_samples_per_session
+
+    @property
+    def max_sessions(self) -> int:
+        """Sessions tracked at once in memory (``settings.max_sessions``)."""
+        return self.settings.max_sessions
+
+    @property
+    def fail_closed(self) -> bool:
+        """Whether a request the breaker failed to check is refused (``settings.fail_closed``)."""
+        return self.settings.fail_closed
 
     @property
     def enabled(self) -> bool:
         """``False`` when ``max_repeats == 0``: every check allows and records nothing."""
-        return self.max_repeats > 0
+        return self.settings.max_repeats > 0
 
     @property
     def tracked_sessions(self) -> int:
@@ -257,10 +331,9 @@ class LoopBreaker:
             return drive(self._shared_check(session_id, fingerprint), lambda a: store.record(*a))
         # Read the clock and record under the store's lock, so that samples arrive in
         # time order (the window trims from the front).
+        window, samples = self.settings.window, self.settings.max_samples_per_session
         with local.lock:
-            repeats = local.record_locked(
-                session_id, fingerprint, self._now(), self.window, self.max_samples_per_session
-            )
+            repeats = local.record_locked(session_id, fingerprint, self._now(), window, samples)
         return self._decide(session_id, fingerprint, repeats)
 
     async def acheck(self, session_id: str, fingerprint: int) -> LoopDecision:
@@ -286,8 +359,8 @@ class LoopBreaker:
             raise InvalidInputError(f"session_id must be a str, not {type(session_id).__name__}")
         if not isinstance(fingerprint, int) or isinstance(fingerprint, bool):
             raise InvalidInputError(f"fingerprint must be an int, not {type(fingerprint).__name__}")
-        if not self.enabled:
-            return LoopDecision(True, 0, session_id, fingerprint, 0, self.window)
+        if not self.settings.max_repeats:
+            return LoopDecision(True, 0, session_id, fingerprint, 0, self.settings.window)
         return None
 
     def _shared_check(
@@ -295,14 +368,14 @@ class LoopBreaker:
     ) -> Generator[tuple[str, int, float, float, int], int, LoopDecision]:
         """One check on a shared store, written once: yields the ``record`` arguments,
         receives the repeats (run by :func:`~loopfuse.stores._drive.drive` or ``adrive``)."""
-        now = self._now()
+        now, settings = self._now(), self.settings
         try:
             repeats = yield (
                 session_id,
                 fingerprint,
                 now,
-                self.window,
-                self.max_samples_per_session,
+                settings.window,
+                settings.max_samples_per_session,
             )
         except StoreUnavailableError as exc:  # the store fails closed
             return self._unrecorded(session_id, fingerprint, str(exc), allowed=False)
@@ -312,9 +385,10 @@ class LoopBreaker:
         if repeats <= 0:  # the store failed open: nothing was counted
             error = getattr(self.store, "last_error", None) or "the store recorded nothing"
             return self._unrecorded(session_id, fingerprint, f"store: {error}")
-        allowed = repeats <= self.max_repeats
+        settings = self.settings
+        allowed = repeats <= settings.max_repeats
         decision = LoopDecision(
-            allowed, repeats, session_id, fingerprint, self.max_repeats, self.window
+            allowed, repeats, session_id, fingerprint, settings.max_repeats, settings.window
         )
         if not allowed:
             self._emit("breaker_tripped", decision)
@@ -360,8 +434,8 @@ class LoopBreaker:
             raise InvalidInputError(f"session_id must be a str, not {type(session_id).__name__}")
         if not isinstance(path, str):  # the caller's bug, not a guard failure to let through
             raise InvalidInputError(f"path must be a str, not {type(path).__name__}")
-        if not self.enabled:
-            return LoopDecision(True, 0, session_id, None, 0, self.window)
+        if not self.settings.max_repeats:
+            return LoopDecision(True, 0, session_id, None, 0, self.settings.window)
         return None
 
     def enforce(self, session_id: str, fingerprint: int) -> LoopDecision:
@@ -424,7 +498,7 @@ class LoopBreaker:
             )
 
     def _now(self) -> float:
-        """The clock's reading, checked (see :func:`~loopfuse._settings.read_clock`)."""
+        """The clock's reading, checked (see :func:`~loopfuse._clock.read_clock`)."""
         return read_clock(self.clock)
 
     def __repr__(self) -> str:
@@ -432,6 +506,27 @@ class LoopBreaker:
             f"LoopBreaker(window={self.window:g}, max_repeats={self.max_repeats}, "
             f"max_sessions={self.max_sessions})"
         )
+
+
+def _env_int(env: Mapping[str, str], name: str, default: int, minimum: int, what: str) -> int:
+    """The integer environment variable ``name`` (``default`` when unset or empty), or a
+    :class:`~loopfuse.errors.ConfigError` naming the variable.
+
+    >>> _env_int({"LOOP_MAX_REPEATS": "x"}, "LOOP_MAX_REPEATS", 5, 0, "non-negative integer")
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: LOOP_MAX_REPEATS must be a non-negative integer, got 'x'
+    """
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise ConfigError(f"{name} must be a {what}, got {raw!r}")
+    return value
 
 
 def _enforced(decision: LoopDecision) -> LoopDecision:

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
 from typing import Any, Final, TypeVar
 
 from loopfuse.errors import ConfigError
@@ -59,9 +61,13 @@ __all__ = [
     "SettingError",
     "Text",
     "check_fields",
+    "configured",
     "fields_of",
+    "key_of",
+    "keys_of",
     "replace",
     "setting",
+    "with_keys",
 ]
 
 _METADATA: Final = "loopfuse.setting"
@@ -148,15 +154,19 @@ class Kind:
         raise NotImplementedError
 
     def _is_off(self, raw: object) -> bool:
-        """Whether ``raw`` says *off*: ``none`` (or ``false``, TOML's ``false``)."""
-        if self.off is NO_OFF:
+        """Whether ``raw`` says *off* for a kind whose off value is ``None``: ``none`` (or
+        ``false``, TOML's ``false``)."""
+        if self.off is not None:
             return False
         return raw is None or raw is False or _text(raw) == "none"
 
 
 class Integer(Kind):
-    """An int ``>= minimum``; with ``off``, also ``None`` (``none`` as text). ``note``
-    is said after the range in a message (why the range, how to switch off).
+    """An int ``>= minimum`` (anything with ``__index__``, such as a numpy integer, kept
+    as an ``int``; never a bool); with ``off``, also ``None`` (``none`` as text), or,
+    with ``zero_off``, ``0`` is the value that switches the setting off (a count of
+    ``0``: nothing is allowed, so nothing is counted). ``note`` is said after the range
+    in a message (why the range, how to switch off).
 
     >>> Integer(off=True).parse(" 4 "), Integer(off=True).parse("none")
     (4, None)
@@ -164,26 +174,33 @@ class Integer(Kind):
     Traceback (most recent call last):
         ...
     loopfuse.errors.ConfigError: must be an integer >= 1, got '0'
+    >>> Integer(zero_off=True).off
+    0
     """
 
-    def __init__(self, minimum: int = 0, *, off: bool = False, note: str = "") -> None:
+    def __init__(
+        self, minimum: int = 0, *, off: bool = False, zero_off: bool = False, note: str = ""
+    ) -> None:
         self.minimum = minimum
         if off:
             self.off = None
+        elif zero_off:
+            self.off = 0
         self.note = f" ({note})" if note else ""
         self.metavar = "COUNT" if minimum == 1 else "INT"
 
     def check(self, value: object, name: str) -> object:
         if value is None and self.off is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
+        number = _index(value)
+        if number is None or number < self.minimum:
             extra = " or None" if self.off is None else ""
             raise SettingError(
                 f"{{0}} must be an int >= {self.minimum}{extra}{self.note}, got {{got!r}}",
                 name,
                 got=value,
             )
-        return value
+        return value if type(value) is int else number
 
     def parse(self, raw: object) -> object:
         if self._is_off(raw):
@@ -391,31 +408,45 @@ class Limits(Kind):
 
 
 class Seconds(Kind):
-    """A positive, finite number of seconds (an int or a float).
+    """A number of seconds (any real number, or a ``timedelta``), kept as a float:
+    positive and finite; with ``zero``, also ``0``; with ``forever``, also ``math.inf``
+    (``inf`` as text).
 
     >>> Seconds().parse("2.5"), Seconds().check(30, "window")
-    (2.5, 30)
+    (2.5, 30.0)
+    >>> from datetime import timedelta
+    >>> Seconds().check(timedelta(minutes=1), "window"), Seconds(forever=True).parse("inf")
+    (60.0, inf)
+    >>> Seconds(zero=True).check(-1, "timeout")
+    Traceback (most recent call last):
+        ...
+    loopfuse.fields.SettingError: timeout must be a number of seconds >= 0, got -1
     """
 
     metavar = "SECONDS"
 
+    def __init__(self, *, zero: bool = False, forever: bool = False) -> None:
+        self.zero = zero
+        self.forever = forever
+        what = "a number of seconds >= 0" if zero else "a positive number of seconds"
+        self.what = what + (" (inf: forever)" if forever else "")
+
     def check(self, value: object, name: str) -> object:
-        if (
-            not isinstance(value, int | float)
-            or isinstance(value, bool)
-            or not math.isfinite(value)
-            or value <= 0
-        ):
-            raise SettingError(
-                "{0} must be a positive number of seconds, got {got!r}", name, got=value
-            )
-        return value
+        seconds = _seconds(value)
+        if seconds is None or not self._fits(seconds):
+            raise SettingError(f"{{0}} must be {self.what}, got {{got!r}}", name, got=value)
+        return seconds
 
     def parse(self, raw: object) -> object:
         seconds = _number(raw)
-        if seconds is None or not math.isfinite(seconds) or seconds <= 0:
-            raise ConfigError(f"must be a positive number of seconds, got {raw!r}")
+        if seconds is None or not self._fits(seconds):
+            raise ConfigError(f"must be {self.what}, got {raw!r}")
         return seconds
+
+    def _fits(self, seconds: float) -> bool:
+        if math.isnan(seconds) or (math.isinf(seconds) and not self.forever):
+            return False
+        return seconds >= 0 if self.zero else seconds > 0
 
 
 class Choice(Kind):
@@ -446,18 +477,36 @@ class Choice(Kind):
 
 
 class Text(Kind):
-    """A string."""
+    """A string; with ``off``, also ``None`` (from Python: a file or a flag has no
+    value for *none*, it leaves the setting out); with ``blank=False``, not empty or
+    only spaces.
+
+    >>> Text(off=True, blank=False).check(" ", "namespace")
+    Traceback (most recent call last):
+        ...
+    loopfuse.fields.SettingError: namespace must be a non-empty str or None, got ' '
+    """
 
     metavar = "STR"
 
+    def __init__(self, *, off: bool = False, blank: bool = True) -> None:
+        if off:
+            self.off = None
+        self.blank = blank
+        self.what = ("a str" if blank else "a non-empty str") + (" or None" if off else "")
+
     def check(self, value: object, name: str) -> object:
-        if not isinstance(value, str):
-            raise SettingError("{0} must be a str, got {got!r}", name, got=value)
+        if value is None and self.off is None:
+            return None
+        if not isinstance(value, str) or not (self.blank or value.strip()):
+            raise SettingError(f"{{0}} must be {self.what}, got {{got!r}}", name, got=value)
         return value
 
     def parse(self, raw: object) -> object:
         if not isinstance(raw, str):
             raise ConfigError(f"must be a string, got {raw!r}")
+        if not (self.blank or raw.strip()):
+            raise ConfigError(f"must be a non-empty string, got {raw!r}")
         return raw
 
 
@@ -478,16 +527,45 @@ def _integer(raw: object) -> int | None:
     return None
 
 
+def _index(value: object) -> int | None:
+    """``value`` as an int if it is one (or has ``__index__``: a numpy integer), not a bool."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _seconds(value: object) -> float | None:
+    """``value`` (a real number or a ``timedelta``) as float seconds, or ``None``."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool):
+        return None
+    if not isinstance(value, int | float):
+        from numbers import Real  # here: the hook reads settings without it
+
+        if not isinstance(value, Real):
+            return None
+    try:
+        return float(value)
+    except (OverflowError, ValueError):  # an int too large for a float
+        return None
+
+
 def _number(raw: object) -> float | None:
     if isinstance(raw, bool):
         return None
-    if isinstance(raw, int | float):
-        return float(raw)
-    if isinstance(raw, str):
-        try:
+    try:
+        if isinstance(raw, int | float):
+            return float(raw)
+        if isinstance(raw, str):
             return float(raw.strip())
-        except ValueError:
-            return None
+    except (OverflowError, ValueError):
+        return None
     return None
 
 
@@ -608,3 +686,101 @@ def replace(obj: _T, changes: Mapping[str, object]) -> _T:
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise SettingError(f"{type(obj).__name__} has no setting {{0}}{hint}", name)
     return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+
+
+def configured(
+    owner: str,
+    cls: type[_T],
+    settings: object,
+    overrides: Mapping[str, object],
+    example: str,
+    default: Callable[[], _T] | None = None,
+) -> _T:
+    """The settings a guard runs with, for its constructor ``owner(settings=None,
+    **overrides)``: ``settings`` (a ``cls``; ``None``: its defaults, ``default()`` if
+    given) with ``overrides`` by name. Anything else in ``settings`` (a value passed by
+    position, say) is a :class:`~loopfuse.errors.ConfigError` that shows the call by
+    name, ``owner(example)``.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Small:
+    ...     size: int = setting(1, Integer(), "how big")
+    >>> configured("Box", Small, None, {"size": 2}, "size=2")
+    Small(size=2)
+    >>> configured("Box", Small, 2, {}, "size=2")
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: settings must be a Small, got 2 (give each setting by name: \
+Box(size=2))
+    """
+    if settings is None:
+        settings = cls() if default is None else default()
+    elif not isinstance(settings, cls):
+        raise ConfigError(
+            f"settings must be a {cls.__name__}, got {settings!r} "
+            f"(give each setting by name: {owner}({example}))"
+        )
+    return replace(settings, overrides) if overrides else settings
+
+
+def keys_of(cls: type) -> dict[str, Setting]:
+    """The settings of ``cls`` that have a key (outside Python: a file, a flag), by key.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Small:
+    ...     size: int = setting(1, Integer(), "how big", key="small_size")
+    ...     label: str = setting("", Text(), "from Python only", key=None)
+    >>> list(keys_of(Small)), key_of(Small)("size"), key_of(Small)("label")
+    (['small_size'], 'small_size', 'label')
+    """
+    return {declared.key: declared for declared in fields_of(cls) if declared.key is not None}
+
+
+def key_of(cls: type) -> Callable[[str], str]:
+    """The key of each setting of ``cls`` by field name (its name when it has no key),
+    for :meth:`SettingError.named`: a message about a file's or a command line's value
+    names it as the user wrote it."""
+    keys = {declared.name: declared.key for declared in fields_of(cls)}
+    return lambda name: keys.get(name) or name
+
+
+def with_keys(obj: _T, values: Mapping[str, object], label: str = "settings") -> _T:
+    """``obj`` (a settings dataclass) with ``values`` by key, each already read by its
+    kind (:meth:`Kind.parse`): what a file or a command line gives. A setting that
+    ``extends`` gets its default and the value. A value refused is a
+    :class:`~loopfuse.errors.ConfigError` that starts ``label:`` and names the settings
+    by their keys, as the user wrote them.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Small:
+    ...     tools: tuple[str, ...] = setting(("read",), Names(), "tools", extends=True)
+    ...     size: int = setting(1, Integer(minimum=1), "how big", key="small_size")
+    ...     def __post_init__(self) -> None:
+    ...         check_fields(self)
+    >>> with_keys(Small(), {"tools": ("grep",)})
+    Small(tools=('read', 'grep'), size=1)
+    >>> with_keys(Small(), {"small_size": 0}, "small settings")
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: small settings: small_size must be an int >= 1, got 0
+    """
+    by_key = keys_of(type(obj))
+    changes: dict[str, object] = {}
+    for key, value in values.items():
+        declared = by_key.get(key)
+        if declared is None:
+            raise ConfigError(f"{label}: {type(obj).__name__} has no setting {key}")
+        if declared.extends:
+            assert isinstance(value, tuple)
+            assert isinstance(declared.default, tuple)
+            value = (*declared.default, *value)
+        changes[declared.name] = value
+    try:
+        return replace(obj, changes)
+    except SettingError as exc:
+        raise ConfigError(f"{label}: {exc.named(key_of(type(obj)))}") from None
+    except ConfigError as exc:  # a check of the object's own (a classifier's of its patterns)
+        raise ConfigError(f"{label}: {exc}") from None

@@ -64,8 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
-from loopfuse.cli.loglines import CONVERSATION_KEYS, LineProblem, read_line, size_text
-from loopfuse.cli.loglines import _parse_line as parse_line
+from loopfuse.cli.loglines import CONVERSATION_KEYS, LineProblem, parse_line, read_line, size_text
 
 __all__ = [
     "AGENTS",

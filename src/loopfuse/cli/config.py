@@ -3,13 +3,13 @@
 Every option has one name. On the command line it is ``--name-with-dashes``; in a TOML
 file (``--config FILE``) it is ``name_with_underscores`` (dashes are accepted too), at the
 top level, in a ``[loopfuse]`` table, or in ``[tool.loopfuse]`` (so ``pyproject.toml``
-works). Flags override the file; the file overrides the defaults, which are the guards'
-own defaults (read from the guard classes, so they cannot drift). The detector's options
-are its settings' fields (:func:`~loopfuse.cli.options.detector_options`), kept as one
-:class:`~loopfuse.detector.DetectorSettings`.
+works). Flags override the file; the file overrides the defaults. The guards' options are
+their settings' fields, read as :func:`loopfuse.load_settings` reads the same file for
+production (:class:`Settings` is a :class:`loopfuse.Settings` with the scan's own options
+besides); the scan's own are declared the same way, below.
 
 >>> settings = Settings()
->>> settings.max_repeats, settings.detector.max_strikes, settings.turn_seconds
+>>> settings.breaker.max_repeats, settings.detector.max_strikes, settings.turn_seconds
 (5, 3, 2.0)
 >>> apply({"max_strikes": "2", "guards": "detector,dedup"}, Settings(), "flags").guards
 ('detector', 'dedup')
@@ -22,41 +22,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from loopfuse import DedupCache, Guard, LoopBreaker
-from loopfuse.cli.options import (
-    GUARDS,
-    MODES,
-    Option,
-    detector_options,
-    detector_settings,
-    load_toml,
-    parse_mode,
-)
+from loopfuse import Guard, LoopDetector
+from loopfuse import Settings as GuardFile
+from loopfuse.cli.options import Option
 from loopfuse.cli.tokens import Price
-from loopfuse.detector import DetectorSettings, LoopDetector
-from loopfuse.detector.settings import default_settings
-from loopfuse.errors import ConfigError
-from loopfuse.fields import Choice, Flag, Integer, Kind, Names, Seconds, SettingError, Text
-from loopfuse.integrations.httpx import DEFAULT_MODE
+from loopfuse.fields import Choice, Flag, Kind, Names, Seconds, SettingError, Text, setting
+from loopfuse.settings import GUARDS, key_table
 
 __all__ = [
+    "GROUPS",
     "GUARDS",
-    "MODES",
     "OPTIONS",
     "Option",
     "Settings",
     "apply",
-    "check",
     "detector_of",
     "guard_of",
-    "load_toml",
     "value_of",
 ]
-
-_BREAKER: Final = LoopBreaker()
-_CACHE: Final[DedupCache[int]] = DedupCache()
-_GUARD: Final = Guard(breaker=None, detector=None)
-_DETECTOR: Final = default_settings()  # what LoopDetector() runs with
 
 
 class PriceKind(Kind):
@@ -77,73 +60,58 @@ class PriceKind(Kind):
         return Price.parse(raw)
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Everything a scan can be told; the defaults are the guards' defaults.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings(GuardFile):
+    """Everything a scan can be told: a :class:`loopfuse.Settings` (which guards run, each
+    one's settings) and the scan's own options. Its defaults are the library's, but for
+    ``guards``: a scan runs the cache too (what it would have saved is part of the
+    report; it serves nothing).
 
-    ``detector`` holds every detector option (a tool list given as an option is *added*
-    to the detector's default list). ``turn_seconds`` is how far the fake clock moves per
-    replayed request when the input carries no time of its own.
+    A tool list given as an option is *added* to the detector's default list.
+    ``turn_seconds`` is how far the fake clock moves per replayed request when the input
+    carries no time of its own.
     """
 
-    guards: tuple[str, ...] = GUARDS
-    mode: str = DEFAULT_MODE
-    window: float = _BREAKER.window
-    max_repeats: int = _BREAKER.max_repeats
-    detector: DetectorSettings = _DETECTOR
-    cache_ttl: float = _CACHE.default_ttl
-    cache_capacity: int = _CACHE.capacity
-    cache_streams: bool = _GUARD.cache_streams
-    cache_sampled: bool = _GUARD.cache_sampled
-    turn_seconds: float = 2.0
-    path: str = ""
-    format: str = "text"
-    color: str = "auto"
-    progress: bool = True
-    verbose: bool = False
-    price_per_mtok: Price | None = None
-
-
-_NUMBER: Final = Integer()
-_SWITCH: Final = Flag()
-
-OPTIONS: Final = (
-    Option("guards", Names(choices=GUARDS), "guards to run", "scan"),
-    Option(
-        "mode",
-        Choice(MODES),
-        "the guard's mode replayed: refuse each loop; warn: a note first, a stop when the "
-        "loop goes on (the integrations' default); note: a note every time",
-        "scan",
-    ),
-    Option("window", Seconds(), "breaker: sliding window, seconds", "breaker"),
-    Option("max_repeats", _NUMBER, "breaker: identical requests a window may hold", "breaker"),
-    *detector_options(),
-    Option("cache_ttl", Seconds(), "seconds an answer stays cached", "dedup"),
-    Option("cache_capacity", _NUMBER, "answers the cache holds", "dedup"),
-    Option("cache_streams", _SWITCH, "cache streamed answers too", "dedup"),
-    Option("cache_sampled", _SWITCH, "serve sampled requests (temperature > 0) too", "dedup"),
-    Option(
-        "turn_seconds",
-        Seconds(),
-        "replay: fake-clock seconds per request without a time of its own",
-        "scan",
-    ),
-    Option("path", Text(), "replay: request path for bodies that carry none", "scan"),
-    Option("format", Choice(("text", "json", "markdown", "html")), "output format", "output"),
-    Option("color", Choice(("auto", "always", "never")), "colour in text output", "output"),
-    Option("progress", _SWITCH, "progress bar on stderr (only on a terminal)", "output"),
-    Option("verbose", _SWITCH, "list clean runs too, and every finding in full", "output"),
-    Option(
-        "price_per_mtok",
+    guards: tuple[str, ...] = setting(
+        GUARDS, Names(choices=GUARDS), "guards to run: breaker, detector, dedup"
+    )
+    turn_seconds: float = setting(
+        2.0, Seconds(), "replay: fake-clock seconds per request without a time of its own"
+    )
+    path: str = setting("", Text(), "replay: request path for bodies that carry none")
+    format: str = setting("text", Choice(("text", "json", "markdown", "html")), "output format")
+    color: str = setting("auto", Choice(("auto", "always", "never")), "colour in text output")
+    progress: bool = setting(True, Flag(), "progress bar on stderr (only on a terminal)")
+    verbose: bool = setting(False, Flag(), "list clean runs too, and every finding in full")
+    price_per_mtok: Price | None = setting(  # noqa: RUF009 (a field, as every setting())
+        None,
         PriceKind(),
         "dollars per million tokens (IN or IN,OUT): what was not spent, in money",
-        "output",
-    ),
-)
-"""Every option, in the order ``--help`` lists them."""
+    )
 
-_BY_NAME: Final = {option.name: option for option in OPTIONS}
+
+_GROUPS: Final = {"breaker": "breaker", "detector": "detector", "cache": "dedup", "guard": "guard"}
+_OUTPUT: Final = frozenset({"format", "color", "progress", "verbose", "price_per_mtok"})
+GROUPS: Final = ("scan", "breaker", "detector", "dedup", "guard", "output")
+"""The groups of options, in the order ``--help`` lists them."""
+
+
+def _group(part: str | None, key: str) -> str:
+    if part is not None:
+        return _GROUPS[part]
+    return "output" if key in _OUTPUT else "scan"
+
+
+OPTIONS: Final = tuple(
+    sorted(
+        (
+            Option(key, declared.kind, declared.help, _group(part, key), declared, part)
+            for key, (part, declared) in key_table(Settings).items()
+        ),
+        key=lambda option: GROUPS.index(option.group),
+    )
+)
+"""Every option, by group (:data:`GROUPS`), each group in the order of its fields."""
 
 
 def apply(values: Mapping[str, object], base: Settings, source: str) -> Settings:
@@ -151,45 +119,25 @@ def apply(values: Mapping[str, object], base: Settings, source: str) -> Settings
 
     ``source`` names where the values came from, for error messages (a file name, or
     ``"flags"``, in which case errors name the flag). Unknown keys raise ``ConfigError``;
-    a ``[hook]`` table is ``loopfuse hook``'s (one file serves both) and is skipped. The
-    detector's values are checked together, as its settings: a value they refuse is an
-    error naming the keys.
+    a ``[hook]`` table is ``loopfuse hook``'s (one file serves both) and is skipped. Each
+    guard's values are checked together, as its settings: a value they refuse is an
+    error naming the keys (see :meth:`loopfuse.Settings.updated`).
     """
-    changes: dict[str, object] = {}
-    detector: dict[str, object] = {}
-    for key, raw in values.items():
-        name = key.replace("-", "_")
-        if name == "hook" and isinstance(raw, dict):
-            continue
-        option = _BY_NAME.get(name)
-        if option is None:
-            raise ConfigError(f"{source}: unknown key {key!r} (see loopfuse scan --help)")
-        try:
-            value = option.kind.parse(raw)
-        except ConfigError as exc:
-            where = option.flag if source == "flags" else f"{source}: {name}"
-            raise ConfigError(f"{where} {exc}") from None
-        (changes if option.setting is None else detector)[name] = value
-    if detector:
-        try:
-            changes["detector"] = detector_settings(detector, base.detector)
-        except ConfigError as exc:
-            where = "" if source == "flags" else f"{source}: "
-            raise ConfigError(f"{where}{exc}") from None
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+    return base.updated(values, None if source == "flags" else source)
 
 
 def value_of(settings: Settings, option: Option) -> object:
     """The value of ``option`` in ``settings``, as the option gives it: a detector tool
     list is what was added to the detector's own list, a set of names a sorted tuple.
 
-    >>> value_of(Settings(), OPTIONS[4]), value_of(Settings(), _BY_NAME["shell_tools"])
+    >>> by_key = {option.name: option for option in OPTIONS}
+    >>> value_of(Settings(), by_key["max_strikes"]), value_of(Settings(), by_key["shell_tools"])
     (3, ())
     """
     declared = option.setting
-    if declared is None:
-        return getattr(settings, option.name)
-    value = getattr(settings.detector, declared.name)
+    assert declared is not None
+    holder = settings if option.part is None else getattr(settings, option.part)
+    value = getattr(holder, declared.name)
     if declared.extends:
         assert isinstance(value, tuple)
         assert isinstance(declared.default, tuple)
@@ -206,34 +154,12 @@ def detector_of(settings: Settings) -> LoopDetector:
 
 
 def guard_of(settings: Settings, clock: Callable[[], float]) -> Guard:
-    """The :class:`~loopfuse.Guard` a scan replays one file through: the
-    guards ``settings.guards`` names, on ``clock``, in ``settings.mode``. A request that
-    names no session (no ``session`` in a log entry, no end user in the body) is counted
-    in session ``"default"``, as if the whole file were one client's."""
-    guards = settings.guards
-    breaker = LoopBreaker(settings.window, settings.max_repeats, clock=clock)
-    cache: DedupCache[int] = DedupCache(settings.cache_capacity, settings.cache_ttl, clock)
-    return Guard(
-        breaker=breaker if "breaker" in guards else None,
-        detector=detector_of(settings) if "detector" in guards else None,
-        cache=cache if "dedup" in guards else None,
-        cache_streams=settings.cache_streams,
-        cache_sampled=settings.cache_sampled,
-        mode=parse_mode(settings.mode),
-        shared_session="default",
-        clock=clock,
-    )
-
-
-def check(settings: Settings, source: str = "flags") -> None:
-    """Build every guard once, so that a value a guard refuses fails before the scan
-    (the detector's settings are checked as they are read, by :func:`apply`).
-
-    ``source`` names where the settings came from (a file, or ``"flags"``), for the
-    message.
-    """
-    where = "" if source == "flags" else f"{source}: "
-    try:
-        guard_of(settings, lambda: 0.0)
-    except ConfigError as exc:
-        raise ConfigError(f"{where}{exc}") from None
+    """The :class:`~loopfuse.Guard` a scan replays one file through: the one
+    :meth:`loopfuse.Settings.build_guard` builds in production, on ``clock``. A request
+    that names no session (no ``session`` in a log entry, no end user in the body) is
+    counted in session ``"default"`` (or the settings' ``shared_session``), as if the
+    whole file were one client's."""
+    if settings.guard.shared_session is None:
+        one_client = dataclasses.replace(settings.guard, shared_session="default")
+        settings = dataclasses.replace(settings, guard=one_client)
+    return settings.build_guard(clock=clock)

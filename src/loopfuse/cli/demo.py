@@ -14,6 +14,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Final, TextIO
 
+from loopfuse import GuardSettings
 from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_source
 from loopfuse.cli.html import render_html
@@ -67,7 +68,7 @@ _NAMES: Final = {"breaker": "LoopBreaker", "detector": "LoopDetector", "dedup": 
 def results(settings: Settings | None = None) -> list[FileResult]:
     """Replay every bundled example with ``settings`` (default: the guards' defaults, in
     ``refuse`` mode: the demo shows each loop stopped where it is found)."""
-    settings = settings or Settings(mode="refuse")
+    settings = settings or Settings(guard=GuardSettings(mode="refuse"))
     package = importlib.resources.files("loopfuse.examples")
     out = []
     for example in EXAMPLES:
@@ -100,9 +101,9 @@ def _verdict(example: Example, result: FileResult) -> tuple[bool, str]:
 
 def run(stdout: TextIO, style: Style, output_format: str = "text", width: int = 80) -> int:
     """Run the demo, write the report (and, as text, the explanation); 0 if as expected."""
-    settings = Settings(mode="refuse")  # each loop stopped where it is found
+    settings = Settings(guard=GuardSettings(mode="refuse"))  # each loop stopped where found
     found = results(settings)
-    summary = Summary.of(found, [], settings.guards, mode=settings.mode)
+    summary = Summary.of(found, [], settings.guards, mode=settings.guard.mode)
     checks = [_verdict(example, result) for example, result in zip(EXAMPLES, found, strict=True)]
     if output_format == "json":
         stdout.write(render_json(found, [], summary, settings) + "\n")

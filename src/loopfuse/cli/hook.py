@@ -50,7 +50,6 @@ from loopfuse.cli.options import (
     Option,
     detector_options,
     detector_settings,
-    load_toml,
     parse_mode,
 )
 from loopfuse.errors import ConfigError
@@ -191,6 +190,8 @@ def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> Hook
     config = flags.get("config") or env.get("LOOPFUSE_CONFIG")
     if isinstance(config, str) and config:
         from pathlib import Path  # only with a settings file: pathlib costs a hook's start
+
+        from loopfuse._settings_file import load_toml
 
         table = load_toml(Path(config))
         for key, raw in table.items():

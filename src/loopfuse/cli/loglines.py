@@ -35,6 +35,7 @@ __all__ = [
     "is_wrapper",
     "json_type",
     "not_a_request",
+    "parse_line",
     "read_line",
     "read_lines",
     "size_text",
@@ -126,7 +127,7 @@ def read_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[LogEn
                 yield LogEntry(number, line, offset)
                 continue
             try:
-                yield entry_of(number, _parse_line(line), offset)
+                yield entry_of(number, parse_line(line), offset)
             except LineProblem as exc:
                 yield BadLine(number, str(exc), offset)
 
@@ -170,7 +171,9 @@ def size_text(size: int) -> str:
     return f"{size // mib:,} MiB" if size >= mib and size % mib == 0 else f"{size:,} bytes"
 
 
-def _parse_line(line: bytes) -> dict[str, Any]:
+def parse_line(line: bytes) -> dict[str, Any]:
+    """One line of a JSON Lines file as a JSON object, or :class:`LineProblem` saying why
+    it is not one (also read by :mod:`loopfuse.cli.agent_sessions`)."""
     try:
         value = json_loads(line)
     except UnicodeDecodeError as exc:
@@ -193,7 +196,7 @@ def entry_problem(body: object) -> str | None:
         return "body is not the JSON text of an LLM request"
     if isinstance(body, bytes):
         try:
-            body = _parse_line(body)
+            body = parse_line(body)
         except LineProblem as exc:
             return str(exc)
     if not isinstance(body, dict):

@@ -29,14 +29,7 @@ from typing import NoReturn, TextIO
 import loopfuse
 from loopfuse.cli import demo
 from loopfuse.cli.agent_sessions import AGENTS, sessions_folder
-from loopfuse.cli.config import (
-    OPTIONS,
-    Settings,
-    apply,
-    check,
-    load_toml,
-    value_of,
-)
+from loopfuse.cli.config import GROUPS, OPTIONS, Settings, apply, value_of
 from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.escape import printable
 from loopfuse.cli.html import render_html
@@ -51,11 +44,12 @@ from loopfuse.fields import Choice
 
 __all__ = ["main", "run_scan"]
 
-_GROUPS = {
+_TITLES = {
     "scan": "what to scan",
     "breaker": "LoopBreaker (the same request again and again)",
     "detector": "LoopDetector (the same tool call with the same answer)",
     "dedup": "DedupCache (identical requests answered from the cache)",
+    "guard": "Guard (what a loop gets, the cache plan, sessions, failures)",
     "output": "output",
 }
 
@@ -89,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{', '.join(AGENTS)} (several: comma-separated), or all (those that kept any)",
     )
     scan.add_argument("--config", metavar="FILE", help="TOML file with the same keys as the flags")
-    groups = {name: scan.add_argument_group(title) for name, title in _GROUPS.items()}
+    groups = {name: scan.add_argument_group(_TITLES[name]) for name in GROUPS}
     for option in OPTIONS:
         help_text = f"{option.help} (default: {_shown(value_of(Settings(), option))})"
         group = groups[option.group]
@@ -165,13 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stderr.write(f"loopfuse scan: error: {agents} (see loopfuse scan --help)\n")
         return 2
     try:
-        settings = Settings()
-        if args.config:
-            settings = apply(load_toml(Path(args.config)), settings, args.config)
-            check(settings, args.config)
+        settings = Settings.from_toml(args.config) if args.config else Settings()
         flags = {o.name: getattr(args, o.name) for o in OPTIONS}
         settings = apply({k: v for k, v in flags.items() if v is not None}, settings, "flags")
-        check(settings, "flags")
     except ConfigError as exc:
         stderr.write(f"loopfuse scan: error: {_one_line(str(exc))}\n")
         return 2
@@ -257,7 +247,7 @@ def run_scan(
             complain(problems[-1])
     progress.clear()
     summary = Summary.of(
-        results, errors, settings.guards, settings.price_per_mtok, mode=settings.mode
+        results, errors, settings.guards, settings.price_per_mtok, mode=settings.guard.mode
     )
     if settings.format == "json":
         output = render_json(results, errors, summary, settings, problems)

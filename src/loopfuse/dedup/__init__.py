@@ -16,15 +16,17 @@ See ``docs/dedup.md`` for the semantics: keys and their collision protection, wh
 
 from __future__ import annotations
 
-from loopfuse.dedup.cache import DEFAULT_TTL, DEFAULT_WAIT_TIMEOUT, DedupCache
+from loopfuse.dedup.cache import DedupCache
 from loopfuse.dedup.entries import CachedResponse, DedupStats
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
 from loopfuse.dedup.keys import DIGEST_SIZE, RequestKey
+from loopfuse.dedup.settings import DEFAULT_TTL, DEFAULT_WAIT_TIMEOUT, CacheSettings
 
 __all__ = [
     "DEFAULT_TTL",
     "DEFAULT_WAIT_TIMEOUT",
     "DIGEST_SIZE",
+    "CacheSettings",
     "CachedResponse",
     "DedupCache",
     "DedupStats",

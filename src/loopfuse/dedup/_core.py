@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import contextlib
 import math
-import operator
 import threading
+import time
 from collections.abc import Callable
-from numbers import Real
-from typing import Final, Generic, SupportsIndex, TypeVar, cast
+from typing import Final, Generic, TypeVar, cast
 
-from loopfuse._settings import read_clock
+from loopfuse._clock import read_clock
 from loopfuse.dedup.entries import DedupStats
 from loopfuse.dedup.keys import RequestKey
+from loopfuse.dedup.settings import TIMEOUT, TTL, CacheSettings
 from loopfuse.errors import ConfigError, InvalidInputError
 from loopfuse.stores import MISS, AsyncCacheStore, CacheStore, StoredEntry
 from loopfuse.stores._drive import StoreAccess
 from loopfuse.stores.memory import MemoryCacheStore
 
-__all__ = ["MISSING", "CacheCore", "check_key", "seconds"]
+__all__ = ["MISSING", "CacheCore", "check_key", "remaining"]
 
 V = TypeVar("V")
 
@@ -38,25 +38,10 @@ MISSING: Final = MISS
 """What :meth:`CacheCore.lookup` returns when nothing may be served (``None`` is a value)."""
 
 
-def seconds(value: object, name: str, *, allow_zero: bool = False) -> float:
-    """``value`` as a float number of seconds, or :class:`ConfigError`.
-
-    >>> seconds(2, "ttl"), seconds(float("inf"), "ttl")
-    (2.0, inf)
-    >>> seconds(True, "ttl")
-    Traceback (most recent call last):
-        ...
-    loopfuse.errors.ConfigError: ttl must be a number of seconds, got True
-    """
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise ConfigError(f"{name} must be a number of seconds, got {value!r}")
-    try:
-        result = float(value)
-    except (OverflowError, ValueError):
-        raise ConfigError(f"{name} must be a number of seconds, got {value!r}") from None
-    if math.isnan(result) or result < 0 or (result == 0 and not allow_zero):
-        raise ConfigError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return result
+def remaining(deadline: float | None) -> float | None:
+    """Seconds left until ``deadline`` (:meth:`CacheCore.deadline`), at least 0; ``None``:
+    no deadline."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def check_key(key: object) -> RequestKey:
@@ -66,49 +51,31 @@ def check_key(key: object) -> RequestKey:
     return key
 
 
-def _capacity(value: object) -> int:
-    # operator.index accepts int-like types (numpy integers) but not floats or strings.
-    if isinstance(value, SupportsIndex) and not isinstance(value, bool):
-        size = operator.index(value)
-        if size >= 1:
-            return size
-    raise ConfigError(f"capacity must be an int >= 1, got {value!r}")
-
-
 class CacheCore(Generic[V]):
     """A cache's store, its settings and its hit/miss counters."""
 
     __slots__ = (
         "access",
-        "capacity",
         "clock",
-        "default_ttl",
         "hits",
         "io",
         "local",
         "lock",
         "misses",
+        "settings",
         "stats_lock",
         "store",
-        "wait_timeout",
     )
 
     def __init__(
-        self,
-        capacity: object,
-        default_ttl: object,
-        clock: Callable[[], float],
-        wait_timeout: object,
-        store: object = None,
+        self, settings: CacheSettings, clock: Callable[[], float], store: object = None
     ) -> None:
-        self.capacity = _capacity(capacity)
-        self.default_ttl = seconds(default_ttl, "default_ttl")
-        self.wait_timeout = seconds(wait_timeout, "wait_timeout")
+        self.settings = settings
         if not callable(clock):
             raise ConfigError(f"clock must be a callable returning seconds, got {clock!r}")
         self.clock = clock
         if store is None:
-            store = MemoryCacheStore(self.capacity)
+            store = MemoryCacheStore(settings.capacity)
         elif not isinstance(store, CacheStore | AsyncCacheStore):
             raise ConfigError(
                 f"store must be a loopfuse.stores.CacheStore or AsyncCacheStore, got {store!r}"
@@ -146,8 +113,23 @@ class CacheCore(Generic[V]):
             collisions=self.store.collisions,
         )
 
+    def ttl(self, ttl: object) -> float:
+        """A call's ``ttl`` in seconds, checked (``None``: the default TTL)."""
+        return self.settings.default_ttl if ttl is None else cast(float, TTL.check(ttl, "ttl"))
+
+    def deadline(self, timeout: object) -> float | None:
+        """When a waiter given ``timeout`` (``None``: the cache's ``wait_timeout``; checked)
+        gives up, on ``time.monotonic`` (real time, not the cache's clock); ``None``:
+        never."""
+        wait = (
+            self.settings.wait_timeout
+            if timeout is None
+            else cast(float, TIMEOUT.check(timeout, "timeout"))
+        )
+        return None if math.isinf(wait) else time.monotonic() + wait
+
     def now(self) -> float:
-        """The clock's reading, checked (see :func:`~loopfuse._settings.read_clock`)."""
+        """The clock's reading, checked (see :func:`~loopfuse._clock.read_clock`)."""
         return read_clock(self.clock)
 
     def count(self, *, hit: bool) -> None:

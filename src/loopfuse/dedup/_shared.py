@@ -40,10 +40,9 @@ import time
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Final, NamedTuple, TypeVar, cast
 
-from loopfuse.dedup._core import MISSING, CacheCore
+from loopfuse.dedup._core import MISSING, CacheCore, remaining
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
 from loopfuse.dedup.keys import RequestKey
-from loopfuse.dedup.singleflight import _deadline, _remaining
 from loopfuse.errors import InvalidInputError
 from loopfuse.stores import StoreUnavailableError
 from loopfuse.stores._drive import adrive, drive
@@ -66,7 +65,7 @@ _computing: contextvars.ContextVar[frozenset[tuple[int, bytes | None]]] = contex
 
 
 def _lock_ttl(core: CacheCore[V]) -> float:
-    wait = core.wait_timeout
+    wait = core.settings.wait_timeout
     return wait if 0 < wait < math.inf else DEFAULT_LOCK_TTL
 
 
@@ -107,7 +106,7 @@ def _plan(
         token = yield StoreCall("acquire", (key.value, key.digest, lock_ttl))
         if token is not None:
             break
-        left = _remaining(deadline)
+        left = remaining(deadline)
         if left is not None and left <= 0:
             core.count(hit=False)
             raise SingleFlightTimeoutError(f"timed out waiting for the value of {key!r}")
@@ -157,7 +156,7 @@ def compute(
 ) -> V:
     """The stored value of ``key``, or ``factory()`` run once across processes."""
     store = core.shared("get_or_compute")
-    plan = _plan(core, key, ttl, _deadline(core, timeout))
+    plan = _plan(core, key, ttl, core.deadline(timeout))
 
     def perform(step: Step) -> Any:
         if isinstance(step, StoreCall):
@@ -178,7 +177,7 @@ async def acompute(
 ) -> V:
     """The stored value of ``key``, or ``await factory()`` once across processes."""
     access = core.access
-    plan = _plan(core, key, ttl, _deadline(core, timeout))
+    plan = _plan(core, key, ttl, core.deadline(timeout))
 
     async def perform(step: Step) -> Any:
         if isinstance(step, StoreCall):

@@ -26,54 +26,54 @@ time to live per entry and single-flight computation for threads and asyncio tas
   processes and hosts, and single flight spans them (see :mod:`loopfuse.dedup._shared`
   and ``docs/stores.md``).
 - **asyncio.** ``aget``, ``ainsert``, ``apeek``, ``aclear`` and ``aget_or_compute``
-  never block the event loop (see :mod:`loopfuse.dedup._async`).
+  never block the event loop: on the in-memory store (the default, no I/O) each is its
+  sync twin, run in line; an async store (:class:`~loopfuse.stores.redis.AsyncRedisStore`)
+  is awaited; a sync shared store (:class:`~loopfuse.stores.redis.RedisStore`) is called
+  in a worker thread. A cache built on an async-only store serves only these: its sync
+  methods raise :class:`~loopfuse.errors.ConfigError` naming the one to await instead.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import TypeVar, cast
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar, cast
 
 from loopfuse.dedup import _shared, singleflight
-from loopfuse.dedup._async import AsyncDedupMethods
-from loopfuse.dedup._core import MISSING, CacheCore, check_key, seconds
+from loopfuse.dedup._core import MISSING, CacheCore, check_key
 from loopfuse.dedup.entries import CachedResponse, DedupStats
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
 from loopfuse.dedup.keys import RequestKey
+from loopfuse.dedup.settings import TTL, CacheSettings
 from loopfuse.errors import InvalidInputError
 from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
-from loopfuse.stores import AsyncCacheStore, CacheStore
+from loopfuse.fields import configured
+from loopfuse.stores import AsyncCacheStore, CacheStore, StoredEntry
 
-__all__ = ["DEFAULT_TTL", "DEFAULT_WAIT_TIMEOUT", "DedupCache"]
+__all__ = ["DedupCache"]
 
 V = TypeVar("V")
 
 logger = logging.getLogger("loopfuse")
 
-DEFAULT_TTL = 60.0
-"""Seconds an entry lives unless told otherwise."""
 
-DEFAULT_WAIT_TIMEOUT = 300.0
-"""Seconds a single-flight waiter waits for another caller's computation.
-
-Long enough for a slow LLM answer, short enough that a factory which hangs for good
-cannot block its waiters for good. ``math.inf`` waits forever.
-"""
-
-
-class DedupCache(AsyncDedupMethods[V]):
+class DedupCache(Generic[V]):
     """A bounded, thread-safe cache of answers by :class:`~loopfuse.dedup.RequestKey`.
 
-    ``capacity`` (an int >= 1) bounds the number of entries; ``default_ttl`` (seconds,
-    > 0; ``math.inf`` for never) is the life of an entry inserted without its own TTL;
-    ``clock`` returns seconds and must never go back; ``wait_timeout`` bounds how long a
-    single-flight waiter waits (see :data:`DEFAULT_WAIT_TIMEOUT`); ``store`` is where the
-    entries live (default: a :class:`~loopfuse.stores.memory.MemoryCacheStore` of
-    ``capacity`` entries; a shared store bounds entries by TTL instead, keeps its own
-    ``evictions`` and ``collisions``, and may accept only some values: see its codec).
-    Bad values raise :class:`~loopfuse.errors.ConfigError`. Values may be any object,
+    Its settings are a :class:`~loopfuse.dedup.settings.CacheSettings`: ``capacity`` (an
+    int >= 1) bounds the number of entries; ``default_ttl`` (seconds, > 0; ``math.inf``
+    for never) is the life of an entry inserted without its own TTL; ``wait_timeout``
+    bounds how long a single-flight waiter waits (see
+    :data:`~loopfuse.dedup.DEFAULT_WAIT_TIMEOUT`); ``fail_closed`` raises, instead of
+    answering uncached, when :meth:`get_or_compute_request` fails.
+    ``DedupCache(capacity=2, default_ttl=60.0)`` changes some, ``DedupCache(settings,
+    capacity=2)`` one of ``settings``. ``clock`` returns seconds and must never go back;
+    ``store`` is where the entries live (default: a
+    :class:`~loopfuse.stores.memory.MemoryCacheStore` of ``capacity`` entries; a shared
+    store bounds entries by TTL instead, keeps its own ``evictions`` and ``collisions``,
+    and may accept only some values: see its codec). Bad values raise
+    :class:`~loopfuse.errors.ConfigError`. Values may be any object,
     ``None`` included (``get`` cannot tell a cached ``None`` from a miss; ``peek``,
     ``in`` and ``get_or_compute`` can). ``on_event`` is called with a
     :class:`~loopfuse.events.GuardEvent` for each lookup (``cache_hit``/``cache_miss``)
@@ -93,25 +93,25 @@ class DedupCache(AsyncDedupMethods[V]):
     >>> DedupCache(capacity=0)
     Traceback (most recent call last):
         ...
-    loopfuse.errors.ConfigError: capacity must be an int >= 1, got 0
+    loopfuse.fields.SettingError: capacity must be an int >= 1, got 0
     """
 
-    __slots__ = ("_core", "_flights", "events", "fail_closed", "internal_errors")
+    __slots__ = ("_core", "_flights", "events", "internal_errors")
 
     def __init__(
         self,
-        capacity: int = 1024,
-        default_ttl: float = DEFAULT_TTL,
-        clock: Callable[[], float] = time.monotonic,
+        settings: CacheSettings | None = None,
         *,
-        wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
-        fail_closed: bool = False,
+        clock: Callable[[], float] = time.monotonic,
         store: CacheStore | AsyncCacheStore | None = None,
         on_event: EventCallback | None = None,
+        **overrides: object,
     ) -> None:
-        self._core: CacheCore[V] = CacheCore(capacity, default_ttl, clock, wait_timeout, store)
+        checked = configured(
+            "DedupCache", CacheSettings, settings, overrides, "capacity=1024, default_ttl=60.0"
+        )
+        self._core: CacheCore[V] = CacheCore(checked, clock, store)
         self._flights: singleflight.FlightTables[V] = singleflight.FlightTables()
-        self.fail_closed = bool(fail_closed)
         self.internal_errors = 0
         """Request-path calls whose key or cache failed (and ran uncached unless fail_closed)."""
         self.events = EventSink(on_event)
@@ -127,14 +127,25 @@ class DedupCache(AsyncDedupMethods[V]):
         return cls(capacity=capacity)
 
     @property
+    def settings(self) -> CacheSettings:
+        """The checked settings (read-only)."""
+        return self._core.settings
+
+    @property
     def capacity(self) -> int:
-        """The most entries the cache holds."""
-        return self._core.capacity
+        """The most entries the cache holds (``settings.capacity``)."""
+        return self._core.settings.capacity
 
     @property
     def default_ttl(self) -> float:
-        """Seconds an entry inserted without its own TTL lives."""
-        return self._core.default_ttl
+        """Seconds an entry inserted without its own TTL lives (``settings.default_ttl``)."""
+        return self._core.settings.default_ttl
+
+    @property
+    def fail_closed(self) -> bool:
+        """Whether a failure of :meth:`get_or_compute_request` is raised
+        (``settings.fail_closed``) instead of answered uncached."""
+        return self._core.settings.fail_closed
 
     @property
     def store(self) -> CacheStore | AsyncCacheStore:
@@ -143,8 +154,9 @@ class DedupCache(AsyncDedupMethods[V]):
 
     @property
     def wait_timeout(self) -> float:
-        """Seconds a single-flight waiter waits unless the call says otherwise."""
-        return self._core.wait_timeout
+        """Seconds a single-flight waiter waits unless the call says otherwise
+        (``settings.wait_timeout``)."""
+        return self._core.settings.wait_timeout
 
     def insert(self, key: RequestKey, value: V) -> None:
         """Store ``value`` under ``key`` for :attr:`default_ttl` seconds.
@@ -156,7 +168,7 @@ class DedupCache(AsyncDedupMethods[V]):
         core = self._core
         checked = check_key(key)
         with core.io:
-            core.insert(checked, value, core.default_ttl, core.now())
+            core.insert(checked, value, core.settings.default_ttl, core.now())
 
     def insert_with_ttl(self, key: RequestKey, value: V, ttl: float) -> None:
         """Store ``value`` under ``key`` for ``ttl`` seconds (> 0; ``math.inf`` for never).
@@ -165,11 +177,12 @@ class DedupCache(AsyncDedupMethods[V]):
         >>> cache.insert_with_ttl(RequestKey(1), 42, ttl=-1)
         Traceback (most recent call last):
             ...
-        loopfuse.errors.ConfigError: ttl must be > 0, got -1
+        loopfuse.fields.SettingError: ttl must be a positive number of seconds (inf: forever), \
+got -1
         """
         core = self._core
         checked = check_key(key)
-        duration = seconds(ttl, "ttl")
+        duration = cast(float, TTL.check(ttl, "ttl"))
         with core.io:
             core.insert(checked, value, duration, core.now())
 
@@ -240,8 +253,9 @@ class DedupCache(AsyncDedupMethods[V]):
 
     def __repr__(self) -> str:
         core = self._core
+        settings = core.settings
         return (
-            f"DedupCache(capacity={core.capacity}, default_ttl={core.default_ttl}, "
+            f"DedupCache(capacity={settings.capacity}, default_ttl={settings.default_ttl}, "
             f"entries={core.size()})"
         )
 
@@ -277,7 +291,7 @@ class DedupCache(AsyncDedupMethods[V]):
         """
         checked = check_key(key)
         core = self._core
-        duration = core.default_ttl if ttl is None else seconds(ttl, "ttl")
+        duration = core.ttl(ttl)
         computed = False
 
         def tracked() -> V:
@@ -351,6 +365,101 @@ class DedupCache(AsyncDedupMethods[V]):
             logger.warning("loopfuse: DedupCache failed, answering uncached: %r", exc)
             self._emit("fail_open", repr(exc))
             return produced[0] if produced else factory()
+
+    # --- asyncio: never blocks the event loop (see the module docstring) ---------------
+
+    async def aget(self, key: RequestKey) -> V | None:
+        """:meth:`get`, awaited."""
+        core = self._core
+        if core.local is not None:
+            return self.get(key)
+        checked = check_key(key)
+        value = await core.access.call("get", checked.value, checked.digest, core.now())
+        core.count(hit=value is not MISSING)
+        self._emit("cache_miss" if value is MISSING else "cache_hit")
+        return None if value is MISSING else cast(V, value)
+
+    async def ainsert(self, key: RequestKey, value: V, *, ttl: float | None = None) -> None:
+        """:meth:`insert` (or :meth:`insert_with_ttl` when ``ttl`` is given), awaited."""
+        core = self._core
+        checked = check_key(key)
+        duration = core.ttl(ttl)
+        if core.local is not None:
+            with core.io:
+                core.insert(checked, value, duration, core.now())
+            return
+        await core.access.call("set", checked.value, checked.digest, value, duration, core.now())
+
+    async def apeek(self, key: RequestKey) -> CachedResponse[V] | None:
+        """:meth:`peek`, awaited."""
+        core = self._core
+        if core.local is not None:
+            return self.peek(key)
+        checked = check_key(key)
+        entry: StoredEntry | None = await core.access.call(
+            "peek", checked.value, checked.digest, core.now()
+        )
+        if entry is None:
+            return None
+        return CachedResponse(cast(V, entry.value), entry.created_at, entry.ttl, entry.hit_count)
+
+    async def aclear(self) -> None:
+        """:meth:`clear`, awaited."""
+        core = self._core
+        if core.local is not None:
+            self.clear()
+            return
+        await core.access.call("clear")
+        core.forget_stats()
+
+    async def aget_or_compute(
+        self,
+        key: RequestKey,
+        factory: Callable[[], Awaitable[V]],
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+    ) -> V:
+        """:meth:`get_or_compute` for asyncio: ``await
+        factory()`` once per key.
+
+        Tasks of one event loop share a computation (with a shared store: every task and
+        process). If the computing task is cancelled (or its factory raises), nothing is
+        cached and a waiting task takes over, so waiters never hang on a task that is
+        gone; a cancelled waiter leaves the others undisturbed. The event loop never
+        waits for the store.
+
+        >>> import asyncio
+        >>> async def main() -> tuple[str, str]:
+        ...     cache: DedupCache[str] = DedupCache(capacity=8)
+        ...     async def ask() -> str:
+        ...         await asyncio.sleep(0)
+        ...         return "answer"
+        ...     key = RequestKey.from_str("question")
+        ...     a, b = await asyncio.gather(cache.aget_or_compute(key, ask),
+        ...                                 cache.aget_or_compute(key, ask))
+        ...     return a, cache.stats.summary()
+        >>> asyncio.run(main())
+        ('answer', 'requests=2 hits=1 misses=1 evictions=0 hit_rate=50.0%')
+        """
+        checked = check_key(key)
+        core = self._core
+        duration = core.ttl(ttl)
+        computed = False
+
+        async def tracked() -> V:
+            nonlocal computed
+            computed = True
+            return await factory()
+
+        run = tracked if self.events.enabled else factory
+        if core.local is None:
+            value = await _shared.acompute(core, checked, run, duration, timeout)
+        else:
+            flights = self._flights
+            value = await singleflight.acompute(core, flights, checked, run, duration, timeout)
+        self._emit("cache_miss" if computed else "cache_hit")
+        return value
 
     def _emit(self, action: EventAction, reason: str | None = None) -> None:
         if self.events.enabled:

@@ -23,13 +23,11 @@ Rules, for both:
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar, cast
 
-from loopfuse.dedup._core import MISSING, CacheCore, seconds
+from loopfuse.dedup._core import MISSING, CacheCore, remaining
 from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutError
 from loopfuse.dedup.keys import RequestKey
 
@@ -63,15 +61,6 @@ class FlightTables(Generic[V]):
         self.tasks: dict[tuple[object, int, bytes | None], _Flight[V]] = {}
 
 
-def _deadline(core: CacheCore[V], timeout: object) -> float | None:
-    wait = core.wait_timeout if timeout is None else seconds(timeout, "timeout", allow_zero=True)
-    return None if math.isinf(wait) else time.monotonic() + wait
-
-
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
 def compute(
     core: CacheCore[V],
     flights: FlightTables[V],
@@ -81,7 +70,7 @@ def compute(
     timeout: object,
 ) -> V:
     """The cached value of ``key``, or ``factory()`` run once for concurrent threads."""
-    deadline = _deadline(core, timeout)
+    deadline = core.deadline(timeout)
     flight_key = (key.value, key.digest)
     me = threading.get_ident()
     while True:
@@ -99,7 +88,7 @@ def compute(
                 raise SingleFlightReentryError(f"the factory for {key!r} asked for its own key")
         if leading:
             return _lead(core, flights, key, flight_key, flight, factory, ttl)
-        if not flight.done.wait(_remaining(deadline)):
+        if not flight.done.wait(remaining(deadline)):
             with core.lock:
                 core.count(hit=False)
             raise SingleFlightTimeoutError(f"timed out waiting for the value of {key!r}")
@@ -144,7 +133,7 @@ async def acompute(
     timeout: object,
 ) -> V:
     """The cached value of ``key``, or ``await factory()`` once for concurrent tasks."""
-    deadline = _deadline(core, timeout)
+    deadline = core.deadline(timeout)
     loop = asyncio.get_running_loop()
     flight_key = (loop, key.value, key.digest)
     me = asyncio.current_task()
@@ -165,7 +154,7 @@ async def acompute(
             return await _alead(core, flights, key, flight_key, flight, factory, ttl)
         try:
             # shield: a waiter that times out or is cancelled leaves the computation alone.
-            await asyncio.wait_for(asyncio.shield(flight.done), _remaining(deadline))
+            await asyncio.wait_for(asyncio.shield(flight.done), remaining(deadline))
         except TimeoutError:
             with core.lock:
                 core.count(hit=False)

@@ -24,8 +24,8 @@ from loopfuse.detector.records import (
 from loopfuse.detector.settings import DetectorSettings, default_settings
 from loopfuse.detector.signature import ToolCall, batch_signature
 from loopfuse.detector.transcript import clip_text
-from loopfuse.errors import ConfigError, InvalidInputError
-from loopfuse.fields import replace
+from loopfuse.errors import InvalidInputError
+from loopfuse.fields import configured
 
 if TYPE_CHECKING:
     from loopfuse.detector.replay import Verdict
@@ -71,18 +71,11 @@ class LoopDetector:
     """
 
     def __init__(self, settings: DetectorSettings | None = None, **overrides: object) -> None:
-        if settings is None:
-            settings = default_settings()
-        elif not isinstance(settings, DetectorSettings):
-            raise ConfigError(
-                f"settings must be a DetectorSettings, got {settings!r} "
-                "(give each setting by name: LoopDetector(max_strikes=2))"
-            )
-        if overrides:
-            settings = replace(settings, overrides)
-        self.settings: DetectorSettings = settings
+        self.settings: DetectorSettings = configured(
+            "LoopDetector", DetectorSettings, settings, overrides, "max_strikes=2", default_settings
+        )
         """The checked settings (read-only)."""
-        self._core = RunCore(settings, owner=self)
+        self._core = RunCore(self.settings, owner=self)
         self._lock = threading.Lock()
 
     def fresh(self) -> LoopDetector:

@@ -21,9 +21,9 @@ module                                      what
 ==========================================  ==========================================
 
 Their small types (``Mode``, ``CacheUse``, ``Attempt``, ``GuardOptions``) live in
-their modules. In one step (:meth:`Guard.check`) or two (:meth:`Guard.prepare`, then
-:meth:`Guard.decide`, which ``loopfuse scan`` uses to hand over the verdicts of its
-replay):
+their modules; :class:`GuardSettings` is every setting of a :class:`Guard`. In one step
+(:meth:`Guard.check`) or two (:meth:`Guard.prepare`, then :meth:`Guard.decide`, which
+``loopfuse scan`` uses to hand over the verdicts of its replay):
 
 >>> from loopfuse import Guard, RequestContext
 >>> guard = Guard(mode="warn")
@@ -36,13 +36,21 @@ replay):
 
 from __future__ import annotations
 
-from loopfuse.guard.guard import DEFAULT, Guard, GuardDecision, Scanner, ScanVerdict
+from loopfuse.guard.guard import (
+    DEFAULT,
+    Guard,
+    GuardDecision,
+    GuardSettings,
+    Scanner,
+    ScanVerdict,
+)
 from loopfuse.guard.request import PreparedRequest, RequestContext
 
 __all__ = [
     "DEFAULT",
     "Guard",
     "GuardDecision",
+    "GuardSettings",
     "PreparedRequest",
     "RequestContext",
     "ScanVerdict",

@@ -40,6 +40,7 @@ from loopfuse.breaker import LoopBreaker, LoopDecision
 from loopfuse.dedup import DedupCache, RequestKey
 from loopfuse.errors import ConfigError, InvalidInputError
 from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
+from loopfuse.fields import Choice, Flag, Seconds, Text, check_fields, configured, setting
 from loopfuse.guard import cache_plan, request
 from loopfuse.guard.cache_plan import CacheUse
 from loopfuse.guard.memory import NoteMemory, RetryLedger, retryable
@@ -50,10 +51,12 @@ from loopfuse.loop import HoldsLoop, Loop
 
 __all__ = [
     "DEFAULT",
+    "MODES",
     "Attempt",
     "Guard",
     "GuardDecision",
     "GuardOptions",
+    "GuardSettings",
     "Mode",
     "ScanVerdict",
     "Scanner",
@@ -62,12 +65,12 @@ __all__ = [
 
 logger = logging.getLogger("loopfuse")
 
-Mode = Literal["refuse", "note", "warn"]
-"""What the guard does with a looping request: ``"refuse"`` it; forward it with a
-``"note"`` for the model, every time; or ``"warn"``: note it the first time, refuse it
-when the same loop goes on after the note."""
+Mode = Literal["refuse", "warn", "note"]
+"""What the guard does with a looping request: ``"refuse"`` it; ``"warn"``: note it the
+first time, refuse it when the same loop goes on after the note; or forward it with a
+``"note"`` for the model, every time."""
 
-_MODES: Final = get_args(Mode)
+MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 _NOTES_KEPT: Final = 10_000
 _IGNORED_NOTE: Final = "This loop went on after loopfuse's note about it, so it was stopped."
 _CACHE_ACTIONS: Final[dict[str, EventAction]] = {
@@ -173,6 +176,56 @@ class GuardDecision(HoldsLoop):
         return self.action == "refuse"
 
 
+_NON_EMPTY_OR_NONE: Final = Text(off=True, blank=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuardSettings:
+    """Every setting of a :class:`Guard` (what it does with a loop, how it plans the
+    cache, which requests it counts, how it fails), checked once: each field is declared
+    here with its default, its kind and a one-line help (:mod:`loopfuse.fields`), and
+    ``loopfuse scan``'s flags and a settings file's keys are made from them. The guards
+    it runs (breaker, detector, cache) have settings of their own.
+
+    >>> GuardSettings(mode="warn", cache_namespace="tenant-a").cache_namespace
+    'tenant-a'
+    >>> GuardSettings(mode="later")
+    Traceback (most recent call last):
+        ...
+    loopfuse.fields.SettingError: mode must be one of refuse, warn, note, got 'later'
+    """
+
+    mode: Mode = setting(  # noqa: RUF009 (a field, as every setting(); ruff knows str, not Mode)
+        "refuse",
+        Choice(MODES),
+        "what a loop gets: refuse it; warn: a note first, a refusal when the loop goes on "
+        "(the integrations' default); note: a note every time",
+    )
+    cache_streams: bool = setting(False, Flag(), "cache streamed answers too")
+    cache_sampled: bool = setting(
+        False, Flag(), "serve sampled requests (temperature > 0, no seed) from the cache too"
+    )
+    cache_namespace: str | None = setting(
+        None,
+        _NON_EMPTY_OR_NONE,
+        "the namespace answers are stored and served under (a request's own wins)",
+    )
+    shared_session: str | None = setting(
+        None,
+        _NON_EMPTY_OR_NONE,
+        "the breaker's session of requests that name none (none: not counted; a scan: one)",
+    )
+    fail_closed: bool = setting(
+        False, Flag(), "refuse, instead of forwarding, a request the guard failed to check"
+    )
+    warn_window: float = setting(
+        600.0, Seconds(forever=True), "seconds a note is remembered (mode warn)"
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
 class GuardOptions(TypedDict, total=False):
     """The keyword arguments of :class:`Guard`, for the integrations that build one."""
 
@@ -194,6 +247,29 @@ class Guard:
     """Breaker, detector, mode and cache plan for one request body; shared by every
     integration and by ``loopfuse scan``.
 
+    Its settings are a :class:`GuardSettings` (``Guard(mode="warn")`` changes one,
+    ``Guard(settings, mode="warn")`` one of ``settings``; an unknown or refused setting is
+    a :class:`~loopfuse.errors.ConfigError` naming it):
+
+    - ``mode``: ``"refuse"`` a looping request (the default); forward it with a
+      ``"note"`` for the model; or ``"warn"``: note it the first time, refuse it when
+      the same loop (same session, kind and signature) goes on after the note in the
+      conversation the note was written into (known by its tool calls' provider ids).
+    - ``cache_streams``: cache streamed answers too (``stream: true``).
+    - ``cache_sampled``: serve sampled requests (temperature above 0, no seed) from the
+      cache too. Off by default: a caller asking for randomness gets a fresh sample.
+    - ``cache_namespace``: the namespace answers are stored and served under (a
+      request's own namespace, from its integration, wins); tenants in different
+      namespaces never share an answer.
+    - ``shared_session``: the breaker session of requests that name none (no session
+      from the integration, no end user in the body). ``None`` (default): such requests
+      are not counted, so unrelated users are never refused for each other.
+    - ``fail_closed``: refuse, instead of forwarding, a request the guard failed to check.
+    - ``warn_window``: seconds a note is remembered for ``mode="warn"`` (default 600).
+
+    The guards and objects it runs with are keywords of their own
+    (:meth:`loopfuse.Settings.build_guard` builds them all from one settings file):
+
     Args:
         breaker: a :class:`~loopfuse.LoopBreaker`; default ``LoopBreaker()`` (5 identical
             requests per 30 s per session); ``None`` turns it off.
@@ -201,24 +277,9 @@ class Guard:
             with its measured thresholds; ``None`` turns it off.
         cache: a :class:`~loopfuse.DedupCache` of answers; default ``None`` (no cache:
             caching answers is an explicit choice).
-        mode: ``"refuse"`` a looping request; forward it with a ``"note"`` for the model;
-            or ``"warn"``: note it the first time, refuse it when the same loop (same
-            session, kind and signature) goes on after the note in the conversation the
-            note was written into (known by its tool calls' provider ids).
-        cache_streams: cache streamed answers too (``stream: true``).
-        cache_sampled: serve sampled requests (temperature above 0, no seed) from the
-            cache too. Off by default: a caller asking for randomness gets a fresh sample.
-        cache_namespace: the namespace answers are stored and served under (a request's
-            own namespace, from its integration, wins); tenants in different namespaces
-            never share an answer.
-        shared_session: the breaker session of requests that name none (no session from
-            the integration, no end user in the body). ``None`` (default): such requests
-            are not counted, so unrelated users are never refused for each other.
-        fail_closed: refuse, instead of forwarding, a request the guard failed to check.
         on_event: called with a :class:`~loopfuse.events.GuardEvent` for each decision
             (a request let through included) and each junk input.
         clock: seconds, for retries and notes; default the breaker's clock.
-        warn_window: seconds a note is remembered for ``mode="warn"`` (default 600).
 
     A guard that fails internally lets the request through: one warning on the
     ``loopfuse`` logger, counted in :attr:`internal_errors`. Junk in an input (a
@@ -239,22 +300,19 @@ class Guard:
 
     def __init__(
         self,
+        settings: GuardSettings | None = None,
         *,
         breaker: LoopBreaker | _Default | None = DEFAULT,
         detector: Scanner | _Default | None = DEFAULT,
         cache: DedupCache[Any] | None = None,
-        mode: Mode = "refuse",
-        cache_streams: bool = False,
-        cache_sampled: bool = False,
-        cache_namespace: str | None = None,
-        shared_session: str | None = None,
-        fail_closed: bool = False,
         on_event: EventCallback | None = None,
         clock: Callable[[], float] | None = None,
-        warn_window: float = 600.0,
+        **overrides: object,
     ) -> None:
-        if mode not in _MODES:
-            raise ConfigError(f"mode must be 'refuse', 'note' or 'warn', got {mode!r}")
+        self.settings: GuardSettings = configured(
+            "Guard", GuardSettings, settings, overrides, "mode='warn'"
+        )
+        """The checked settings (read-only)."""
         if breaker is DEFAULT:
             breaker = LoopBreaker()
         elif breaker is not None and not isinstance(breaker, LoopBreaker):
@@ -267,23 +325,11 @@ class Guard:
             )
         if cache is not None and not isinstance(cache, DedupCache):
             raise ConfigError(f"cache must be a DedupCache or None, not {cache!r}")
-        for name, text in (
-            ("cache_namespace", cache_namespace),
-            ("shared_session", shared_session),
-        ):
-            if text is not None and not (isinstance(text, str) and text.strip()):
-                raise ConfigError(f"{name} must be a non-empty str or None, got {text!r}")
         if clock is not None and not callable(clock):
             raise ConfigError("clock must be a callable returning seconds as a float")
         self.breaker: LoopBreaker | None = breaker
         self.detector: Scanner | None = detector
         self.cache = cache
-        self.mode: Mode = mode
-        self.cache_streams = bool(cache_streams)
-        self.cache_sampled = bool(cache_sampled)
-        self.cache_namespace = cache_namespace
-        self.shared_session = shared_session
-        self.fail_closed = bool(fail_closed)
         if clock is None:
             clock = time.monotonic if breaker is None else breaker.clock
         self.clock: Callable[[], float] = clock
@@ -294,8 +340,38 @@ class Guard:
         self.input_fallbacks = 0
         """How many junk inputs got their documented fallback."""
         self._retries = RetryLedger()
-        self._notes = NoteMemory(_NOTES_KEPT, warn_window)
+        self._notes = NoteMemory(_NOTES_KEPT, self.settings.warn_window)
         self._lock = threading.Lock()
+
+    @property
+    def mode(self) -> Mode:
+        """What a loop gets (``settings.mode``)."""
+        return self.settings.mode
+
+    @property
+    def cache_streams(self) -> bool:
+        """Whether streamed answers are cached too (``settings.cache_streams``)."""
+        return self.settings.cache_streams
+
+    @property
+    def cache_sampled(self) -> bool:
+        """Whether sampled requests are served from the cache too (``settings.cache_sampled``)."""
+        return self.settings.cache_sampled
+
+    @property
+    def cache_namespace(self) -> str | None:
+        """The namespace answers are stored under (``settings.cache_namespace``)."""
+        return self.settings.cache_namespace
+
+    @property
+    def shared_session(self) -> str | None:
+        """The session of requests that name none (``settings.shared_session``)."""
+        return self.settings.shared_session
+
+    @property
+    def fail_closed(self) -> bool:
+        """Whether a request the guard failed to check is refused (``settings.fail_closed``)."""
+        return self.settings.fail_closed
 
     # --- the ways in ---------------------------------------------------------------------
 
@@ -343,7 +419,7 @@ class Guard:
         ('openai_responses', 'u-1')
         """
         context = _checked(context)
-        prepared, junk = request.prepare(body, context, self.shared_session)
+        prepared, junk = request.prepare(body, context, self.settings.shared_session)
         if junk:
             self._fallbacks(junk, context.integration)
         if prepared is None:
@@ -453,7 +529,7 @@ class Guard:
         error = repr(exc)
         self._count_failure(exc)
         integration = context.integration
-        if not self.fail_closed:
+        if not self.settings.fail_closed:
             self._say("fail_open", "guard", None, _GUARD_FAILED, error, integration)
             self._say("request_forwarded", "guard", None, None, "the guard failed", integration)
             return GuardDecision("forward", error=error, integration=integration)
@@ -529,9 +605,10 @@ class Guard:
             return self._forward(prepared)
         if not loop.message:  # a detector of the caller's that gave no message
             loop = replace(loop, message=f"loopfuse: loop detected ({loop.kind})")
-        if self.mode == "refuse":
+        mode = self.settings.mode
+        if mode == "refuse":
             return self._refuse(prepared, loop)
-        if self.mode == "warn" and self._notes.ignored(prepared, loop, self.clock()):
+        if mode == "warn" and self._notes.ignored(prepared, loop, self.clock()):
             return self._refuse(prepared, replace(loop, message=f"{loop.message} {_IGNORED_NOTE}"))
         return self._note(prepared, loop)
 
@@ -546,7 +623,8 @@ class Guard:
     def _note(self, prepared: PreparedRequest, loop: Loop) -> GuardDecision:
         noted = add_note(prepared.value, prepared.fmt, f"[loopfuse] {loop.message}")
         if noted is None:  # no place for a note in this body: warn stops, note lets it go
-            return self._refuse(prepared, loop) if self.mode == "warn" else self._forward(prepared)
+            warn = self.settings.mode == "warn"
+            return self._refuse(prepared, loop) if warn else self._forward(prepared)
         decision = self._decided(prepared, "note", loop, noted)
         self._about("loop_noted", loop.guard, prepared, loop)
         return decision
@@ -557,8 +635,9 @@ class Guard:
                 prepared, "forward", None, cache_reason="no cache is configured"
             )
         else:
+            settings = self.settings
             chosen, key = cache_plan.forwarded(
-                prepared, self.cache_streams, self.cache_sampled, self.cache_namespace
+                prepared, settings.cache_streams, settings.cache_sampled, settings.cache_namespace
             )
             if chosen.junk:
                 self._fallbacks(chosen.junk, prepared.context.integration)
@@ -619,7 +698,7 @@ class Guard:
     def _count_failure(self, exc: BaseException) -> None:
         with self._lock:
             self.internal_errors += 1
-        action = "refusing" if self.fail_closed else "forwarding"
+        action = "refusing" if self.settings.fail_closed else "forwarding"
         logger.warning("loopfuse: guard check failed, %s the request: %r", action, exc)
 
     def _fallbacks(self, reasons: list[str] | tuple[str, ...], integration: str | None) -> None:

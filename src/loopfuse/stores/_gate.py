@@ -29,15 +29,14 @@ loopfuse.stores._gate.ConnectionWaitTimeout: no connection of the pool (1) came 
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Final
+from typing import Final, cast
 
-from loopfuse.errors import ConfigError
+from loopfuse.fields import Seconds
 
 __all__ = ["DEFAULT_POOL_TIMEOUT", "ConnectionGate", "ConnectionWaitTimeout", "pool_size"]
 
@@ -60,9 +59,7 @@ def pool_size(client: object) -> int | None:
 
 def check_pool_timeout(value: object) -> float:
     """A checked wait: a finite number of seconds >= 0 (0: never wait)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-        raise ConfigError(f"pool_timeout must be a finite number of seconds >= 0, got {value!r}")
-    return float(value)
+    return cast(float, Seconds(zero=True).check(value, "pool_timeout"))
 
 
 # A child process starts with no operation in flight: the slots that the parent's

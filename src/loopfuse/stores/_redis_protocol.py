@@ -37,11 +37,12 @@ import secrets
 import struct
 import threading
 from collections.abc import Callable, Generator, Mapping
-from typing import Any, Final, Generic, NamedTuple, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar, cast
 
 from blake3 import blake3
 
 from loopfuse.errors import ConfigError, InvalidInputError
+from loopfuse.fields import Seconds
 from loopfuse.stores import MISS, StoredEntry
 from loopfuse.stores._trap import FailureTrap
 from loopfuse.stores.codecs import Codec
@@ -259,15 +260,9 @@ class Layout:
             raise ConfigError(f"key_prefix must be a str, not {type(key_prefix).__name__}")
         if time_source not in ("redis", "caller"):
             raise ConfigError(f"time_source must be 'redis' or 'caller', got {time_source!r}")
-        if (
-            isinstance(max_ttl, bool)
-            or not isinstance(max_ttl, int | float)
-            or not 0 < max_ttl < math.inf
-        ):
-            raise ConfigError(f"max_ttl must be a positive, finite number of seconds: {max_ttl!r}")
         self.prefix = key_prefix
         self.time_source: str = time_source
-        self.max_ttl = float(max_ttl)
+        self.max_ttl = cast(float, Seconds().check(max_ttl, "max_ttl"))
 
     def session_keys(self, session_id: object) -> tuple[str, str]:
         """The samples key and the counts key of ``session_id``."""

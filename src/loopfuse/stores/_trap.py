@@ -35,9 +35,9 @@ import logging
 import math
 import threading
 from collections.abc import Callable
-from typing import Generic, Literal, TypeVar
+from typing import Final, Generic, Literal, TypeVar, cast
 
-from loopfuse.errors import ConfigError
+from loopfuse.fields import Flag, Seconds
 from loopfuse.stores import StoreUnavailableError
 from loopfuse.stores._gate import ConnectionWaitTimeout
 from loopfuse.stores.circuit import (
@@ -54,6 +54,8 @@ __all__ = ["Attempt", "FailureTrap"]
 T = TypeVar("T")
 
 logger = logging.getLogger("loopfuse")
+
+_INTERVAL: Final = Seconds(zero=True, forever=True)  # 0: log every failure; inf: only the first
 
 
 class _Dropped(Exception):
@@ -151,15 +153,12 @@ class FailureTrap:
         cooldown: float = DEFAULT_COOLDOWN,
         backpressure_types: tuple[type[Exception], ...] = (),
     ) -> None:
-        if not isinstance(fail_closed, bool):
-            raise ConfigError(f"fail_closed must be a bool, not {type(fail_closed).__name__}")
-        interval = log_interval
-        if isinstance(interval, bool) or not isinstance(interval, int | float) or interval < 0:
-            raise ConfigError(f"log_interval must be a number of seconds >= 0, got {interval!r}")
+        closed = cast(bool, Flag().check(fail_closed, "fail_closed"))
+        interval = cast(float, _INTERVAL.check(log_interval, "log_interval"))
         self.circuit = StoreCircuit(failure_threshold, failure_window, cooldown, clock)
         self.backend = backend
-        self.fail_closed = fail_closed
-        self.interval = float(interval)
+        self.fail_closed = closed
+        self.interval = interval
         self.clock = clock
         self._lock = threading.Lock()
         self._logged_at = -math.inf

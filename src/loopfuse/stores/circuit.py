@@ -40,9 +40,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from loopfuse.errors import ConfigError
+from loopfuse.fields import Integer, Seconds
 
 __all__ = [
     "DEFAULT_COOLDOWN",
@@ -63,15 +64,6 @@ Admission = Literal["call", "probe"] | None
 """What :meth:`StoreCircuit.admit` says: go (``"call"``), go as the probe, or not at all."""
 
 
-def _seconds(name: str, value: object, *, positive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise ConfigError(f"{name} must be a number of seconds, got {value!r}")
-    if value < 0 or (positive and value == 0) or value == math.inf:
-        bound = "> 0" if positive else ">= 0"
-        raise ConfigError(f"{name} must be a finite number of seconds {bound}, got {value!r}")
-    return float(value)
-
-
 class StoreCircuit:
     """Whether a store may call its backend now; see the module docstring.
 
@@ -88,7 +80,7 @@ class StoreCircuit:
     >>> StoreCircuit(failure_threshold=-1)
     Traceback (most recent call last):
         ...
-    loopfuse.errors.ConfigError: failure_threshold must be an int >= 0, got -1
+    loopfuse.fields.SettingError: failure_threshold must be an int >= 0, got -1
     """
 
     __slots__ = (
@@ -111,14 +103,12 @@ class StoreCircuit:
         cooldown: float = DEFAULT_COOLDOWN,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        threshold: object = failure_threshold
-        if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 0:
-            raise ConfigError(f"failure_threshold must be an int >= 0, got {threshold!r}")
+        threshold = cast(int, Integer().check(failure_threshold, "failure_threshold"))
         if not callable(clock):
             raise ConfigError("clock must be a callable returning seconds")
         self.failure_threshold: int = threshold
-        self.failure_window = _seconds("failure_window", failure_window, positive=True)
-        self.cooldown = _seconds("cooldown", cooldown, positive=False)
+        self.failure_window = cast(float, Seconds().check(failure_window, "failure_window"))
+        self.cooldown = cast(float, Seconds(zero=True).check(cooldown, "cooldown"))
         self.clock = clock
         self.opened = 0
         self.short_circuited = 0

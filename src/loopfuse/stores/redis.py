@@ -64,6 +64,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from loopfuse.errors import ConfigError
+from loopfuse.fields import Integer
 from loopfuse.stores import StoredEntry
 from loopfuse.stores._drive import adrive, drive
 from loopfuse.stores._gate import DEFAULT_POOL_TIMEOUT, ConnectionGate, pool_size
@@ -126,9 +127,7 @@ def fail_fast_client(
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    size: object = max_connections
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ConfigError(f"max_connections must be an int >= 1, got {max_connections!r}")
+    Integer(minimum=1).check(max_connections, "max_connections")
     options: dict[str, Any] = {
         "socket_timeout": timeout,
         "socket_connect_timeout": timeout,

@@ -1,4 +1,4 @@
-"""The guard every integration shares: decisions, its public API, provider shapes, notes.
+"""The guard every integration shares: its decisions, its public API, its notes.
 No third party."""
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from loopfuse.guard import DEFAULT
 from loopfuse.guard.guard import build_guard
 from loopfuse.integrations import MissingExtraError
 from loopfuse.integrations._extras import require
-from loopfuse.integrations._facts import is_streaming
-from loopfuse.integrations._notes import add_note
-from loopfuse.integrations._shapes import error_body, error_format
+from loopfuse.intent.anthropic import ANTHROPIC
+from loopfuse.intent.openai_chat import OPENAI_CHAT
 
 CHAT = "/v1/chat/completions"
 
@@ -77,7 +76,7 @@ def test_the_detector_refuses_a_conversation_that_ends_in_a_loop() -> None:
     assert decision.count == n
     assert decision.signature is not None
     assert decision.signature.startswith("bash:")
-    assert decision.fmt == "openai"
+    assert decision.api is OPENAI_CHAT
     assert decision.message is not None
     assert "`make`" not in decision.message
     assert "`bash`" in decision.message
@@ -190,7 +189,7 @@ def test_a_failing_guard_fails_closed_when_asked(caplog: pytest.LogCaptureFixtur
     assert opened.error == "RuntimeError('boom')"
     assert closed.refused
     assert closed.kind == "guard_failed"
-    assert closed.fmt == "anthropic"
+    assert closed.api is ANTHROPIC
     assert len(caplog.records) == 2
 
 
@@ -455,146 +454,3 @@ def test_a_step_that_fails_late_leaves_one_decision_event(
     assert decisions[-1].error == "RuntimeError('no hash today')"  # the note's Attempt failed
     assert [e.action for e in events if e.action in DECISIONS] == ["request_forwarded"] * 5
     assert [e.action for e in events].count("fail_open") == guard.internal_errors > 0
-
-
-# --- provider shapes -----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("path", "dialect", "fmt"),
-    [
-        ("/v1/chat/completions", "openai_chat", "openai"),
-        ("/v1/responses", "openai_responses", "openai"),
-        ("/v1/messages", "openai_chat", "anthropic"),
-        ("/anything", "anthropic", "anthropic"),
-        ("/v1beta/models/x:streamGenerateContent", None, "gemini"),
-        ("/api/chat", "openai_chat", "ollama"),
-        ("/openai/deployments/d/chat/completions", "openai_chat", "openai"),
-    ],
-)
-def test_error_format(path: str, dialect: str | None, fmt: str) -> None:
-    assert error_format(path, dialect) == fmt
-
-
-def test_error_bodies_are_json_in_each_shape() -> None:
-    message = 'Loop detected: "quotes", ünïcode and \n newlines'
-    openai = json.loads(error_body("openai", "cycle", message))
-    assert openai == {
-        "error": {"message": message, "type": "loop_detected", "param": None, "code": "cycle"}
-    }
-    anthropic = json.loads(error_body("anthropic", "cycle", message))
-    assert anthropic == {"type": "error", "error": {"type": "loop_detected", "message": message}}
-    assert json.loads(error_body("gemini", "cycle", message))["error"]["message"] == message
-    assert json.loads(error_body("ollama", "cycle", message)) == {"error": message}
-
-
-NOTE = "[loopfuse] change approach"
-
-
-@pytest.mark.parametrize(
-    ("body", "fmt", "expected_last"),
-    [
-        # OpenAI Chat: joins the last user turn, or becomes one.
-        (
-            chat({"role": "user", "content": "hi"}),
-            "openai",
-            {"role": "user", "content": f"hi\n\n{NOTE}"},
-        ),
-        (
-            chat({"role": "user", "content": [{"type": "text", "text": "hi"}]}),
-            "openai",
-            {
-                "role": "user",
-                "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": NOTE}],
-            },
-        ),
-        (
-            chat({"role": "tool", "tool_call_id": "1", "content": "x"}),
-            "openai",
-            {"role": "user", "content": NOTE},
-        ),
-        (chat(), "ollama", {"role": "user", "content": NOTE}),
-        # Anthropic: after the tool_result blocks.
-        (
-            {
-                "messages": [
-                    {
-                        "role": "user",
-                        "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}],
-                    }
-                ]
-            },
-            "anthropic",
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": "t", "content": "x"},
-                    {"type": "text", "text": NOTE},
-                ],
-            },
-        ),
-        (
-            {"messages": [{"role": "user", "content": "hi"}]},
-            "anthropic",
-            {
-                "role": "user",
-                "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": NOTE}],
-            },
-        ),
-        # Gemini: a text part of the last user content.
-        (
-            {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
-            "gemini",
-            {"role": "user", "parts": [{"text": "hi"}, {"text": NOTE}]},
-        ),
-        (
-            {"contents": [{"role": "model", "parts": [{"text": "a"}]}]},
-            "gemini",
-            {"role": "user", "parts": [{"text": NOTE}]},
-        ),
-        # Responses: a new input item.
-        (
-            {"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]},
-            "openai",
-            {"role": "user", "content": NOTE},
-        ),
-    ],
-)
-def test_add_note(body: dict[str, Any], fmt: Any, expected_last: dict[str, Any]) -> None:
-    snapshot = json.dumps(body)
-    noted = add_note(body, fmt, NOTE)
-    assert noted is not None
-    turns = noted.get("messages", noted.get("contents", noted.get("input")))
-    assert turns[-1] == expected_last
-    assert json.dumps(body) == snapshot
-
-
-def test_add_note_to_an_anthropic_prefill_goes_to_the_system_prompt() -> None:
-    prefill = {"role": "assistant", "content": "{"}
-    for system, expected in [
-        (None, NOTE),
-        ("Be brief.", f"Be brief.\n\n{NOTE}"),
-        (
-            [{"type": "text", "text": "Be brief."}],
-            [{"type": "text", "text": "Be brief."}, {"type": "text", "text": NOTE}],
-        ),
-    ]:
-        body: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}, prefill]}
-        if system is not None:
-            body["system"] = system
-        noted = add_note(body, "anthropic", NOTE)
-        assert noted is not None
-        assert noted["system"] == expected
-        assert noted["messages"][-1] == prefill
-
-
-@pytest.mark.parametrize("body", [None, [], "text", {"prompt": "x"}, {"input": 5}])
-def test_add_note_without_a_place_for_it(body: Any) -> None:
-    assert add_note(body, "openai", NOTE) is None
-
-
-def test_is_streaming() -> None:
-    assert is_streaming({"stream": True}, "/v1/messages", "anthropic")
-    assert not is_streaming({"stream": "yes"}, "/v1/messages", "anthropic")
-    assert not is_streaming({"stream": False}, "/api/chat", "ollama")
-    assert is_streaming({}, "/v1beta/models/m:streamGenerateContent", "gemini")

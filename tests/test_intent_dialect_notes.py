@@ -17,6 +17,7 @@ from hypothesis import given, settings
 
 from dialect_conversations import STEPS, anthropic, gemini, ollama, openai_chat, responses
 from dialect_rules import (
+    Invalid,
     check_anthropic,
     check_gemini,
     check_ollama,
@@ -100,3 +101,34 @@ def test_a_responses_call_waiting_for_its_output_gets_the_note_in_instructions()
     assert noted is not None
     assert noted["instructions"] == f"Be brief.\n\n{NOTE}"
     assert noted["input"] == waiting["input"]
+
+
+@pytest.mark.parametrize(
+    ("check", "body"),
+    [
+        (check_openai_chat, {"messages": [{"role": "assistant", "tool_calls": [{"id": "c"}]},
+                                          {"role": "user", "content": "x"}]}),
+        (check_openai_chat, {"system": "x", "messages": [{"role": "user", "content": "x"}]}),
+        (check_anthropic, {"messages": [{"role": "user", "content": "a"},
+                                        {"role": "user", "content": "b"}]}),
+        (check_anthropic, {"messages": [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "input": {}}]},
+            {"role": "user", "content": [{"type": "text", "text": "b"},
+                                         {"type": "tool_result", "tool_use_id": "t"}]}]}),
+        (check_anthropic, {"messages": [{"role": "system", "content": "x"}]}),
+        (check_gemini, {"contents": [
+            {"role": "user", "parts": [{"text": "a"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "f"}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "f"}}, {"text": "b"}]}]}),
+        (check_gemini, {"contents": [{"role": "user", "parts": [{"text": "a"}]},
+                                     {"role": "user", "parts": [{"text": "b"}]}]}),
+        (check_responses, {"input": [{"type": "function_call", "call_id": "c", "name": "f"},
+                                     {"role": "user", "content": "x"}]}),
+        (check_ollama, {"messages": [{"role": "assistant", "tool_calls": [{}, {}]},
+                                     {"role": "tool", "content": "x"}]}),
+    ],
+)  # fmt: skip
+def test_the_validators_reject_what_the_providers_reject(check: Any, body: Any) -> None:
+    with pytest.raises(Invalid):
+        check(body)

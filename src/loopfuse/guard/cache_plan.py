@@ -20,7 +20,7 @@ from typing import Final, Literal
 
 from loopfuse.dedup import RequestKey
 from loopfuse.guard.request import PreparedRequest
-from loopfuse.integrations import _facts
+from loopfuse.intent.dialect import is_sampled
 
 __all__ = [
     "MAX_NAMESPACE_CHARS",
@@ -191,7 +191,7 @@ def forwarded(
     chosen = plan(
         streaming=prepared.streaming,
         cache_streams=cache_streams,
-        sampled=_facts.is_sampled(prepared.value),
+        sampled=is_sampled(prepared.value),
         cache_sampled=cache_sampled,
         control_header=context.cache_control,
         namespace_header=context.namespace,

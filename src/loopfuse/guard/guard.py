@@ -45,8 +45,8 @@ from loopfuse.guard import cache_plan, request
 from loopfuse.guard.cache_plan import CacheUse
 from loopfuse.guard.memory import NoteMemory, RetryLedger, retryable
 from loopfuse.guard.request import NO_CONTEXT, PreparedRequest, RequestContext
-from loopfuse.integrations._notes import add_note
-from loopfuse.integrations._shapes import ErrorFormat, error_format
+from loopfuse.intent.dialect import Dialect, add_note, dialect_for
+from loopfuse.intent.openai_chat import OPENAI_CHAT
 from loopfuse.loop import HoldsLoop, Loop
 
 __all__ = [
@@ -138,8 +138,10 @@ class GuardDecision(HoldsLoop):
     ...), or ``Loop("guard_failed", ...)`` for a refusal because a guard failed with
     ``fail_closed``; ``None`` for a request forwarded as it is. Its ``kind``,
     ``message``, ``signature``, ``count`` and ``tool_names`` are read here too.
-    ``fmt`` is the provider error shape for a refusal. ``error`` is set when a guard
-    failed and the request was let through (or refused, with ``fail_closed``).
+    ``api`` is the :class:`~loopfuse.intent.dialect.Dialect` of the API the request goes
+    to: ``api.error_body(kind, message)`` is its refusal as that provider's SDK reads
+    it. ``error`` is set when a guard failed and the request was let through (or
+    refused, with ``fail_closed``).
 
     ``session`` is the breaker session the request was counted in (``None``: not
     counted). ``cache`` says how to use the cache (:data:`CacheUse`), under
@@ -159,7 +161,7 @@ class GuardDecision(HoldsLoop):
     action: Literal["forward", "refuse", "note"]
     value: object = field(default=None, repr=False)
     dialect: str | None = None
-    fmt: ErrorFormat = "openai"
+    api: Dialect = OPENAI_CHAT
     loop: Loop | None = None
     streaming: bool = False
     cache_key: RequestKey | None = None
@@ -537,7 +539,7 @@ class Guard:
         self._say("fail_closed", "guard", None, failed, error, integration)
         return GuardDecision(
             "refuse",
-            fmt=error_format(context.path, None),
+            api=dialect_for(context.path, None),
             loop=failed,
             error=error,
             integration=integration,
@@ -621,7 +623,7 @@ class Guard:
         return decision
 
     def _note(self, prepared: PreparedRequest, loop: Loop) -> GuardDecision:
-        noted = add_note(prepared.value, prepared.fmt, f"[loopfuse] {loop.message}")
+        noted = add_note(prepared.value, f"[loopfuse] {loop.message}", prepared.api)
         if noted is None:  # no place for a note in this body: warn stops, note lets it go
             warn = self.settings.mode == "warn"
             return self._refuse(prepared, loop) if warn else self._forward(prepared)
@@ -681,7 +683,7 @@ class Guard:
             action,
             prepared.value if noted is None else noted,
             prepared.dialect,
-            prepared.fmt,
+            prepared.api,
             loop,
             prepared.streaming,
             cache_key,

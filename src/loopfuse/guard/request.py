@@ -10,6 +10,7 @@ Pure: no clock, no store, no state.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -17,12 +18,31 @@ from blake3 import blake3
 
 from loopfuse.dedup import RequestKey
 from loopfuse.dedup.request import IGNORED_PARAMS
-from loopfuse.integrations import _facts
-from loopfuse.integrations._shapes import ErrorFormat, error_format
 from loopfuse.intent import Analysis, analyse, canonical_json, fingerprint_canonical
+from loopfuse.intent.dialect import (
+    Dialect,
+    dialect_for,
+    dialect_named,
+    is_streaming,
+    sampling_identity,
+)
 from loopfuse.loop import Loop
 
-__all__ = ["NO_CONTEXT", "PreparedRequest", "RequestContext", "prepare", "resolve_session"]
+__all__ = [
+    "MAX_SESSION_CHARS",
+    "NO_CONTEXT",
+    "PreparedRequest",
+    "RequestContext",
+    "conversation_anchor",
+    "first_text",
+    "prepare",
+    "resolve_session",
+    "session_name",
+]
+
+MAX_SESSION_CHARS: Final = 256
+"""A session id longer than this is kept as its BLAKE3 digest (``"blake3:<hex>"``): ids
+come from request bodies too, and a 1 MB ``user`` must not become 1 MB of breaker state."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +82,10 @@ class PreparedRequest:
     <loopfuse.Guard.decide>` decides it.
 
     ``analysis`` is the one parse (``analysis.parsed_intent`` is the canonical intent
-    the detector reads), ``value`` the parsed body, ``dialect`` its dialect and ``fmt``
-    the provider error shape of a refusal. ``session`` is the breaker session (``None``:
+    the detector reads), ``value`` the parsed body and ``dialect`` its dialect's name;
+    ``api`` is the :class:`~loopfuse.intent.dialect.Dialect` of the API the request goes
+    to (:func:`~loopfuse.intent.dialect.dialect_for`: the path first, then the body),
+    which writes its refusal and its note. ``session`` is the breaker session (``None``:
     the request is not counted) and :attr:`fingerprint` what the breaker counts it by.
     ``streaming`` says whether the answer streams. ``retry`` marks a retry of an attempt
     that failed upstream (its backoff respected), ``retry_noted`` the loop that attempt
@@ -74,7 +96,7 @@ class PreparedRequest:
     analysis: Analysis
     value: dict[str, Any]
     dialect: str
-    fmt: ErrorFormat
+    api: Dialect
     context: RequestContext
     streaming: bool
     session: str | None
@@ -124,20 +146,71 @@ class PreparedRequest:
         only when asked: it writes the opening's canonical JSON."""
         if self.session is not None:
             return self.session
-        return _facts.conversation_anchor(self.analysis.parsed_intent)
+        return conversation_anchor(self.analysis.parsed_intent)
+
+
+def first_text(candidates: Iterable[tuple[str, object]]) -> tuple[str | None, list[str]]:
+    """The first non-empty string among named ``candidates`` (``None`` ones are absent),
+    and a note for each junk one met before it (present, but not a non-empty string).
+
+    >>> first_text([("a", None), ("b", 42), ("c", "u-1"), ("d", [])])
+    ('u-1', ['b is a int, not a non-empty string'])
+    """
+    junk: list[str] = []
+    for name, found in candidates:
+        if isinstance(found, str) and found:
+            return found, junk
+        if found is not None:
+            junk.append(f"{name} is a {type(found).__name__}, not a non-empty string")
+    return None, junk
+
+
+def session_name(session: str) -> str:
+    """``session``, or its digest when it is longer than :data:`MAX_SESSION_CHARS`.
+
+    >>> session_name("run-42")
+    'run-42'
+    >>> session_name("x" * 1000).startswith("blake3:")
+    True
+    """
+    if len(session) <= MAX_SESSION_CHARS:
+        return session
+    return "blake3:" + blake3(session.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def conversation_anchor(intent: Mapping[str, Any] | None) -> str:
+    """A short digest of how a conversation opens (system prompt and first message).
+
+    Names a conversation when no session does, so that a note given to one conversation
+    is remembered for it and not for another that happens to loop the same way.
+
+    >>> a = conversation_anchor({"messages": [{"role": "user", "content": ["hi"]}]})
+    >>> a == conversation_anchor({"messages": [{"role": "user", "content": ["hi"]}, {}]})
+    True
+    >>> a == conversation_anchor({"messages": [{"role": "user", "content": ["yo"]}]})
+    False
+    """
+    if intent is None:
+        return "conversation:"
+    messages = intent.get("messages")
+    first = messages[0] if isinstance(messages, list) and messages else None
+    opening = canonical_json({"first": first, "system": intent.get("system")})
+    return "conversation:" + blake3(opening).hexdigest(length=8)
 
 
 def resolve_session(
-    session_id: object, value: dict[str, Any], api: ErrorFormat, shared: str | None
+    session_id: object, value: dict[str, Any], api: Dialect, shared: str | None
 ) -> tuple[str | None, list[str]]:
-    """The breaker session: the integration's, else the body's end user, else ``shared``;
-    and a note for each junk input met on the way (which falls back to the next source).
+    """The breaker session: the integration's, else the end user the body names in the
+    fields of ``api`` (the dialect of the API the request goes to), else ``shared``; and
+    a note for each junk input met on the way (which falls back to the next source).
 
-    >>> resolve_session(None, {"user": "u-1"}, "openai", None)
+    >>> from loopfuse.intent.openai_chat import OPENAI_CHAT
+    >>> resolve_session(None, {"user": "u-1"}, OPENAI_CHAT, None)
     ('u-1', [])
-    >>> resolve_session("run-1", {"user": "u-1"}, "openai", None)
+    >>> resolve_session("run-1", {"user": "u-1"}, OPENAI_CHAT, None)
     ('run-1', [])
-    >>> session, junk = resolve_session(7, {"user": ["x"]}, "openai", "all")
+    >>> session, junk = resolve_session(7, {"user": ["x"]}, OPENAI_CHAT, "all")
     >>> session, len(junk)
     ('all', 2)
     """
@@ -148,11 +221,11 @@ def resolve_session(
     elif session_id is not None:
         junk.append(f"the session id is a {type(session_id).__name__}, not a non-empty str")
     if session is None:
-        session, user_junk = _facts.end_user(value, api)
+        session, user_junk = first_text(api.end_users(value))
         junk.extend(user_junk)
     if session is None:
         session = shared
-    return (None if session is None else _facts.session_name(session)), junk
+    return (None if session is None else session_name(session)), junk
 
 
 def prepare(
@@ -173,19 +246,19 @@ def prepare(
     if dialect is None or canon is None or not isinstance(value, dict):
         return None, []
     path = context.path
-    fmt = error_format(path, dialect)
-    session, junk = resolve_session(context.session_id, value, fmt, shared_session)
+    api = dialect_for(path, dialect)
+    session, junk = resolve_session(context.session_id, value, api, shared_session)
     streaming = context.streaming
     if streaming is None:
-        streaming = _facts.is_streaming(value, path, dialect)
-    return PreparedRequest(analysis, value, dialect, fmt, context, streaming, session), junk
+        streaming = is_streaming(value, path, dialect_named(dialect))
+    return PreparedRequest(analysis, value, dialect, api, context, streaming, session), junk
 
 
 def _fingerprint_of(analysis: Analysis, value: dict[str, Any], path: str) -> int:
     """The breaker's fingerprint of a request :func:`prepare` read."""
     assert analysis.intent is not None  # prepare makes no PreparedRequest without one
     fingerprint = fingerprint_canonical(analysis.intent, path)
-    sampling = _facts.sampling_identity(value)
+    sampling = sampling_identity(value)
     if sampling is not None:  # another seed or n: another request for the breaker
         material = fingerprint.to_bytes(8, "little") + canonical_json(sampling)
         fingerprint = int.from_bytes(blake3(material).digest(8), "little")

@@ -63,8 +63,7 @@ from loopfuse.errors import ConfigError, InvalidInputError
 from loopfuse.guard import Guard, GuardDecision, RequestContext
 from loopfuse.guard.guard import GuardOptions, build_guard
 from loopfuse.integrations._extras import installed, require
-from loopfuse.integrations._shapes import error_body, json_bytes
-from loopfuse.intent import MAX_BODY_BYTES
+from loopfuse.intent import MAX_BODY_BYTES, json_bytes
 
 if TYPE_CHECKING:
     from httpx2 import AsyncBaseTransport as _AsyncBase
@@ -297,7 +296,7 @@ class _Transport:
             CACHE_HEADER: "bypass",
         }
         return _response(
-            request, 400, headers, error_body(decision.fmt, kind, decision.message or "")
+            request, 400, headers, decision.api.error_body(kind, decision.message or "")
         )
 
     @staticmethod

@@ -32,8 +32,8 @@ from loopfuse.errors import ConfigError, LoopfuseError
 from loopfuse.guard import Guard, GuardDecision, RequestContext
 from loopfuse.guard.guard import GuardOptions, build_guard
 from loopfuse.guard.memory import TimedRecords
+from loopfuse.guard.request import first_text
 from loopfuse.integrations._extras import require, stand_in
-from loopfuse.integrations._facts import first_text
 
 if TYPE_CHECKING:
     from litellm.caching.dual_cache import DualCache

@@ -25,7 +25,7 @@ from loopfuse.fields import Flag, Integer, Seconds, check_fields, configured, se
 from loopfuse.intent import fingerprint as intent_fingerprint
 from loopfuse.loop import Loop
 from loopfuse.stores import AsyncBreakerStore, BreakerStore, StoreUnavailableError
-from loopfuse.stores._drive import StoreAccess, adrive, drive
+from loopfuse.stores.drive import StoreAccess, adrive, drive
 from loopfuse.stores.memory import DEFAULT_MAX_SESSIONS, MemoryBreakerStore
 
 __all__ = ["BreakerSettings", "LoopBreaker", "LoopBroken", "LoopDecision"]
@@ -367,7 +367,7 @@ class LoopBreaker:
         self, session_id: str, fingerprint: int
     ) -> Generator[tuple[str, int, float, float, int], int, LoopDecision]:
         """One check on a shared store, written once: yields the ``record`` arguments,
-        receives the repeats (run by :func:`~loopfuse.stores._drive.drive` or ``adrive``)."""
+        receives the repeats (run by :func:`~loopfuse.stores.drive.drive` or ``adrive``)."""
         now, settings = self._now(), self.settings
         try:
             repeats = yield (

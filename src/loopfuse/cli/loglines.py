@@ -23,7 +23,7 @@ from typing import IO, Any, Final
 
 from loopfuse import intent
 from loopfuse.intent import json_loads
-from loopfuse.intent._turns import CONVERSATION_KEYS as _KEY_OF_DIALECT
+from loopfuse.intent.dialect import ALL_DIALECTS
 
 __all__ = [
     "CONVERSATION_KEYS",
@@ -41,7 +41,7 @@ __all__ = [
     "size_text",
 ]
 
-CONVERSATION_KEYS: Final = tuple(dict.fromkeys(_KEY_OF_DIALECT.values()))
+CONVERSATION_KEYS: Final = tuple(dict.fromkeys(dialect.conversation for dialect in ALL_DIALECTS))
 """Top-level keys that hold a conversation in some dialect (``loopfuse.intent`` knows
 which: ``messages``, ``contents``, ``input``)."""
 

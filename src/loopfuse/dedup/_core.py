@@ -8,7 +8,7 @@ shared one such as :class:`~loopfuse.stores.redis.RedisStore` or
 store call, so that a lookup and the single-flight bookkeeping that follows it are one
 step; a shared store is atomic by itself and no lock is held over its I/O (``io`` is a
 no-op; the counters then have a lock of their own). :attr:`CacheCore.access` reaches a
-shared store from sync and async code (:class:`~loopfuse.stores._drive.StoreAccess`): the
+shared store from sync and async code (:class:`~loopfuse.stores.drive.StoreAccess`): the
 sync paths below on an async-only store raise :class:`~loopfuse.errors.ConfigError`.
 """
 
@@ -27,7 +27,7 @@ from loopfuse.dedup.keys import RequestKey
 from loopfuse.dedup.settings import TIMEOUT, TTL, CacheSettings
 from loopfuse.errors import ConfigError, InvalidInputError
 from loopfuse.stores import MISS, AsyncCacheStore, CacheStore, StoredEntry
-from loopfuse.stores._drive import StoreAccess
+from loopfuse.stores.drive import StoreAccess
 from loopfuse.stores.memory import MemoryCacheStore
 
 __all__ = ["MISSING", "CacheCore", "check_key", "remaining"]

@@ -27,7 +27,7 @@ The logic is written once, as a plan (:func:`_plan`) that yields its store calls
 pauses and the factory call; :func:`compute` runs it with plain calls and
 ``time.sleep``, :func:`acompute` awaits each one, so an asyncio task never blocks its
 event loop on the store (an async store is awaited, a sync one runs in a worker thread:
-see :class:`~loopfuse.stores._drive.StoreAccess`).
+see :class:`~loopfuse.stores.drive.StoreAccess`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from loopfuse.dedup.errors import SingleFlightReentryError, SingleFlightTimeoutE
 from loopfuse.dedup.keys import RequestKey
 from loopfuse.errors import InvalidInputError
 from loopfuse.stores import StoreUnavailableError
-from loopfuse.stores._drive import adrive, drive
+from loopfuse.stores.drive import adrive, drive
 
 __all__ = ["DEFAULT_LOCK_TTL", "acompute", "compute"]
 

@@ -25,17 +25,13 @@ checks it on random bodies of every dialect.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
 from loopfuse.intent._json import load
 from loopfuse.intent._parts import Walk
-from loopfuse.intent.dialect import ALL_DIALECTS, Dialect, read
+from loopfuse.intent.dialect import Dialect, read
 
-__all__ = ["CONVERSATION_KEYS", "Conversation", "Turn", "conversation", "turns_of"]
-
-CONVERSATION_KEYS: Final = {dialect.name: dialect.conversation for dialect in ALL_DIALECTS}
-"""Where each dialect keeps the conversation that grows turn by turn (its
-:attr:`~loopfuse.intent.dialect.Dialect.conversation`)."""
+__all__ = ["Conversation", "Turn", "conversation", "turns_of"]
 
 
 class Turn(NamedTuple):

@@ -20,6 +20,9 @@ Implementations:
 - :mod:`loopfuse.stores.redis`: shared by processes and hosts through Redis (the optional
   ``loopfuse[redis]`` extra), sync and asyncio, one round trip per guard step.
 
+A guard's logic is written once for both kinds of store: :mod:`loopfuse.stores.drive`
+runs it from sync and from asyncio code.
+
 Failure policy (for stores with a backend): a store never lets its client library's
 exceptions out. When the backend is down, slow or erroring, the operation *fails open*:
 ``record`` returns ``0`` (nothing was counted: let the request go), ``get``/``peek`` miss,

@@ -66,7 +66,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from loopfuse.errors import ConfigError
 from loopfuse.fields import Integer
 from loopfuse.stores import StoredEntry
-from loopfuse.stores._drive import adrive, drive
 from loopfuse.stores._gate import DEFAULT_POOL_TIMEOUT, ConnectionGate, pool_size
 from loopfuse.stores._redis_protocol import (
     SCAN_BATCH,
@@ -86,6 +85,7 @@ from loopfuse.stores.circuit import (
     StoreCircuit,
 )
 from loopfuse.stores.codecs import DEFAULT_CODEC, Codec
+from loopfuse.stores.drive import adrive, drive
 
 if TYPE_CHECKING:
     import redis

@@ -144,6 +144,32 @@ def test_note_mode_returns_the_request_with_a_note() -> None:
     assert changed["litellm_call_id"] == data["litellm_call_id"]
 
 
+def waiting_responses(n: int) -> dict[str, Any]:
+    """A Responses request after ``n`` identical failing calls, the next one still waiting
+    for its output: a note for it can only go into ``instructions``."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+    call = {"type": "function_call", "name": "bash", "arguments": '{"command": "make"}'}
+    for i in range(n):
+        items.append({**call, "call_id": f"c{i}"})
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "Error 2"})
+    items.append({**call, "call_id": "waiting"})
+    return {"model": "gpt-4o", "input": items, "instructions": "Be brief.", "litellm_call_id": n}
+
+
+def test_a_note_in_the_instructions_reaches_the_request() -> None:
+    handler = LoopfuseHandler(mode="note")
+    for n in range(1, 12):
+        data = waiting_responses(n)
+        changed = hook(handler, data, call_type="aresponses")
+        if changed is not None:
+            break
+    else:
+        pytest.fail("never noted")
+    assert changed["input"] == data["input"]  # the waiting call stays last
+    assert changed["instructions"].startswith("Be brief.\n\n[loopfuse] Loop detected")
+    assert data["instructions"] == "Be brief."  # the caller's dict is untouched
+
+
 def test_a_failing_guard_fails_open_or_refuses_when_closed() -> None:
     class Broken:
         def scan(self, body: object) -> Any:

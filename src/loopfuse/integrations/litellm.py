@@ -95,7 +95,6 @@ _LLM_FIELDS: Final = (
     "n",
     "generationConfig",
 )
-_NOTED_FIELDS: Final = ("messages", "system", "input", "contents")
 _IN_LITELLM: Final = RequestContext(integration="litellm")
 
 SessionResolver = Callable[[Mapping[str, Any], "UserAPIKeyAuth | None"], "str | None"]
@@ -207,8 +206,10 @@ class LoopfuseHandler(CustomLogger):
             model = data.get("model")
             raise LoopRefusedError(decision, model if isinstance(model, str) else "")
         if decision.action == "note" and isinstance(decision.value, dict):
+            # Every field the note changed (the dialect copies only what it writes into:
+            # the conversation, or its system prompt, instructions, system instruction).
             noted = decision.value
-            return {**data, **{name: noted[name] for name in _NOTED_FIELDS if name in noted}}
+            return {**data, **{k: v for k, v in noted.items() if data.get(k) is not v}}
         return None
 
     def check(self, data: Mapping[str, Any], user_api_key_dict: Any = None) -> GuardDecision:

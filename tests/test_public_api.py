@@ -68,6 +68,69 @@ def test_a_detector_helper_at_the_top_still_works_and_says_where_it_moved(name: 
         assert getattr(loopfuse, name) is getattr(loopfuse.detector, name)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "CacheUse",
+        "DEFAULT",
+        "Guard",
+        "GuardDecision",
+        "GuardOptions",
+        "Mode",
+        "ScanVerdict",
+        "Scanner",
+    ],
+)
+def test_the_guard_at_its_old_address_still_works_and_says_where_it_moved(name: str) -> None:
+    import loopfuse.guard.guard
+    import loopfuse.integrations
+
+    assert name not in loopfuse.integrations.__all__
+    with pytest.warns(DeprecationWarning, match=r"loopfuse\.integrations\..* import it from"):
+        found = getattr(loopfuse.integrations, name)
+    assert found is getattr(loopfuse.guard.guard, name)
+    with pytest.raises(AttributeError):
+        loopfuse.integrations.Gaurd  # noqa: B018 (a typo stays an error)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "max_strikes",
+        "max_observation_steps",
+        "max_cycle_period",
+        "max_cycle_laps",
+        "normalize_answers",
+        "max_stagnation_steps",
+    ],
+)
+def test_a_detector_setting_read_off_the_detector_still_works_deprecated(name: str) -> None:
+    from loopfuse.detector import LoopDetector
+
+    detector = LoopDetector(max_strikes=2, max_cycle_period=None)
+    with pytest.warns(DeprecationWarning, match=f"use detector.settings.{name}") as caught:
+        value = getattr(detector, name)
+    assert value == getattr(detector.settings, name)
+    assert caught[0].filename == __file__  # the warning points at the caller
+
+
+def test_the_old_two_step_names_still_work_deprecated() -> None:
+    from loopfuse.detector import LoopDetector
+
+    settings = LoopDetector(max_strikes=2).settings
+    with pytest.warns(DeprecationWarning, match=r"use LoopDetector\(settings\)"):
+        assert LoopDetector.from_settings(settings).settings is settings
+    guard = loopfuse.Guard(breaker=None, detector=None, cache=loopfuse.DedupCache())
+    prepared = guard.prepare(b'{"messages": [{"role": "user", "content": "hi"}]}')
+    assert prepared is not None
+    key = loopfuse.RequestKey(7)
+    with pytest.warns(DeprecationWarning, match="use Guard.decide"):
+        decision = guard.check_prepared(prepared, cache_key=key)
+    named = guard.decide(prepared.named(7))  # the same request, named 7 for the cache
+    assert (decision.action, decision.cache) == ("forward", "use")
+    assert decision.cache_key == named.cache_key != guard.decide(prepared).cache_key
+
+
 def test_version() -> None:
     assert isinstance(loopfuse.__version__, str)
     assert loopfuse.__version__

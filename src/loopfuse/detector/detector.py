@@ -82,6 +82,54 @@ class LoopDetector:
         """A new detector with the same settings and no history."""
         return LoopDetector(self.settings)
 
+    # --- deprecated (issue 19): every setting is read on `settings` --------------------
+
+    @classmethod
+    def from_settings(cls, settings: DetectorSettings) -> LoopDetector:
+        """Deprecated: ``LoopDetector(settings)``."""
+        _deprecated("LoopDetector.from_settings(settings)", "LoopDetector(settings)", 3)
+        return cls(settings)
+
+    @staticmethod
+    def _read_setting(name: str) -> None:
+        _deprecated(f"LoopDetector.{name}", f"detector.settings.{name}", 4)
+
+    @property
+    def max_strikes(self) -> int | None:
+        """Deprecated: ``settings.max_strikes``."""
+        self._read_setting("max_strikes")
+        return self.settings.max_strikes
+
+    @property
+    def max_observation_steps(self) -> int | None:
+        """Deprecated: ``settings.max_observation_steps``."""
+        self._read_setting("max_observation_steps")
+        return self.settings.max_observation_steps
+
+    @property
+    def max_cycle_period(self) -> int | None:
+        """Deprecated: ``settings.max_cycle_period`` (``None``, no longer ``0``: off)."""
+        self._read_setting("max_cycle_period")
+        return self.settings.max_cycle_period
+
+    @property
+    def max_cycle_laps(self) -> int:
+        """Deprecated: ``settings.max_cycle_laps``."""
+        self._read_setting("max_cycle_laps")
+        return self.settings.max_cycle_laps
+
+    @property
+    def normalize_answers(self) -> bool:
+        """Deprecated: ``settings.normalize_answers``."""
+        self._read_setting("normalize_answers")
+        return self.settings.normalize_answers
+
+    @property
+    def max_stagnation_steps(self) -> int | None:
+        """Deprecated: ``settings.max_stagnation_steps``."""
+        self._read_setting("max_stagnation_steps")
+        return self.settings.max_stagnation_steps
+
     def __repr__(self) -> str:
         return f"LoopDetector({self.settings!r})"
 
@@ -192,3 +240,10 @@ def answers_text(answers: Sequence[object] | Mapping[str, object]) -> str | None
         return None
     texts = [clip_text(value) for value in values if isinstance(value, str)]
     return clip_text("\n".join(texts)) if texts else None  # bounded, however many answers
+
+
+def _deprecated(old: str, new: str, stacklevel: int) -> None:
+    """Warn that ``old`` is deprecated, for the caller ``stacklevel`` frames up."""
+    import warnings  # here: only a deprecated read pays for it
+
+    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=stacklevel)

@@ -477,6 +477,27 @@ class Guard:
         except Exception as exc:  # fail open: a guard must never take the request path down
             return self.failure(exc, prepared.context)
 
+    def check_prepared(
+        self,
+        prepared: PreparedRequest,
+        *,
+        verdict: ScanVerdict | None = None,
+        cache_key: RequestKey | None = None,
+    ) -> GuardDecision:
+        """Deprecated: :meth:`decide` (a ``cache_key`` of the caller's is
+        ``replace(prepared, key=cache_key)``, or :meth:`PreparedRequest.named
+        <loopfuse.guard.request.PreparedRequest.named>` to name it for the breaker too)."""
+        import warnings  # here: only a deprecated call pays for it
+
+        warnings.warn(
+            "Guard.check_prepared is deprecated: use Guard.decide",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if cache_key is not None:
+            prepared = replace(prepared, key=cache_key)
+        return self.decide(prepared, verdict=verdict)
+
     # --- what integrations tell the guard -------------------------------------------------
 
     def outcome(

@@ -37,10 +37,28 @@ loop message out of any SDK's error.
 
 from __future__ import annotations
 
+from typing import Final
+
+from loopfuse._api import lazy_exports
 from loopfuse.integrations._extras import MissingExtraError
 from loopfuse.integrations._messages import loop_message
 
 __all__ = ["MissingExtraError", "loop_message"]
+
+# The guard was the integrations' until issue 19 moved it to loopfuse.guard (and
+# loopfuse): ``loopfuse.integrations.Guard`` still works, with a DeprecationWarning.
+_MOVED: Final[dict[str, str]] = {
+    "CacheUse": "loopfuse.guard.cache_plan",
+    "DEFAULT": "loopfuse.guard",
+    "Guard": "loopfuse.guard",
+    "GuardDecision": "loopfuse.guard",
+    "GuardOptions": "loopfuse.guard.guard",
+    "Mode": "loopfuse.guard.guard",
+    "ScanVerdict": "loopfuse.guard",
+    "Scanner": "loopfuse.guard",
+}
+
+__getattr__ = lazy_exports(__name__, globals(), {}, _MOVED)
 
 
 def __dir__() -> list[str]:

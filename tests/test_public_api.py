@@ -126,6 +126,11 @@ def test_the_old_two_step_names_still_work_deprecated() -> None:
     key = loopfuse.RequestKey(7)
     with pytest.warns(DeprecationWarning, match="use Guard.decide"):
         decision = guard.check_prepared(prepared, cache_key=key)
+    with pytest.warns(DeprecationWarning, match="use GuardDecision.kind"):
+        assert decision.code is None  # forwarded: no loop, no kind
+    refused = loopfuse.GuardDecision("refuse", loop=loopfuse.Loop("cycle", "detector"))
+    with pytest.warns(DeprecationWarning, match="GuardDecision.code"):
+        assert refused.code == refused.kind == "cycle"
     named = guard.decide(prepared.named(7))  # the same request, named 7 for the cache
     assert (decision.action, decision.cache) == ("forward", "use")
     assert decision.cache_key == named.cache_key != guard.decide(prepared).cache_key

@@ -177,6 +177,18 @@ class GuardDecision(HoldsLoop):
         """Whether the request must not be sent."""
         return self.action == "refuse"
 
+    @property
+    def code(self) -> str | None:
+        """Deprecated: :attr:`kind` (one name for it everywhere since issue 19)."""
+        import warnings  # here: only a deprecated read pays for it
+
+        warnings.warn(
+            "GuardDecision.code is deprecated: use GuardDecision.kind",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.kind
+
 
 _NON_EMPTY_OR_NONE: Final = Text(off=True, blank=False)
 

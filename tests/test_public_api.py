@@ -224,3 +224,31 @@ def test_a_pickled_loop_detected_leaves_its_record_behind() -> None:
         caught.value.count,
         caught.value.signature,
     )
+
+
+def test_a_detector_written_before_the_loop_value_still_guards_deprecated() -> None:
+    """A custom detector whose verdicts carry `ok`, `kind`, ... (no `loop`) still refuses."""
+
+    class OldVerdict:
+        def __init__(self, ok: bool) -> None:
+            self.ok, self.kind, self.signature, self.count = ok, "custom", "sig", 4
+            self.message, self.tool_names = "stop looping", ("bash",)
+
+    class OldDetector:
+        def __init__(self, ok: bool) -> None:
+            self.ok = ok
+
+        def scan(self, body: object) -> OldVerdict:
+            return OldVerdict(self.ok)
+
+        def scan_intent(self, intent: object) -> OldVerdict:
+            return OldVerdict(self.ok)
+
+    body = b'{"messages": [{"role": "user", "content": "hi"}]}'
+    for ok, action in ((True, "forward"), (False, "refuse")):
+        guard = loopfuse.Guard(breaker=None, detector=OldDetector(ok), mode="refuse")
+        with pytest.warns(DeprecationWarning, match="a detector verdict without `loop`"):
+            decision = guard.check(body)
+        assert decision.action == action
+        assert guard.internal_errors == 0
+    assert decision.loop == loopfuse.Loop("custom", "detector", "sig", 4, ("bash",), "stop looping")

@@ -635,7 +635,7 @@ class Guard:
         if loop is None and self.detector is not None:
             if verdict is None:
                 verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
-            loop = verdict.loop
+            loop = _loop_of(verdict)
         if loop is None:
             return self._forward(prepared)
         if not loop.message:  # a detector of the caller's that gave no message
@@ -822,3 +822,34 @@ def build_guard(guard: Guard | None, options: GuardOptions) -> Guard:
         names = ", ".join(sorted(options))
         raise ConfigError(f"pass either guard= or the guard's options ({names}), not both")
     return guard
+
+
+def _loop_of(verdict: ScanVerdict) -> Loop | None:
+    """The loop a detector's verdict names: its ``loop``. A verdict of a detector written
+    before issue 19 (``ok``, ``kind``, ``signature``, ``count``, ``message``,
+    ``tool_names``, and no ``loop``) still counts, deprecated, for a release."""
+    try:
+        return verdict.loop
+    except AttributeError:
+        if not hasattr(verdict, "ok"):
+            raise
+    import warnings  # here: only a deprecated verdict pays for it
+
+    warnings.warn(
+        "a detector verdict without `loop` is deprecated: give it loop=loopfuse.Loop(...) "
+        "or None (loopfuse.detector.Verdict does)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    old: Any = verdict
+    if old.ok:
+        return None
+    names = old.tool_names
+    return Loop(
+        str(old.kind or "loop"),
+        "detector",
+        str(old.signature or ""),
+        int(old.count or 0),
+        tuple(names) if names else (),
+        str(old.message or ""),
+    )

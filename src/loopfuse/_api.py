@@ -1,5 +1,5 @@
-"""What ``dir()`` shows of a public package (its API, not its imports and helpers), and
-its names imported on first use."""
+"""What ``dir()`` shows of a public package (its API, not its imports and helpers), its
+names imported on first use, and the one warning a deprecated name gives."""
 
 from __future__ import annotations
 
@@ -58,13 +58,7 @@ def lazy_exports(
     def __getattr__(name: str) -> object:
         module = exports.get(name)
         if module is None and moved is not None and name in moved:
-            import warnings  # here: only a deprecated name pays for it
-
-            warnings.warn(
-                f"{package}.{name} is deprecated: import it from {moved[name]}",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+            deprecated(f"{package}.{name}", f"import it from {moved[name]}")
             return getattr(importlib.import_module(moved[name]), name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
@@ -75,3 +69,20 @@ def lazy_exports(
         return value
 
     return __getattr__
+
+
+def deprecated(what: str, instead: str, *, stacklevel: int = 1) -> None:
+    """Warn (:class:`DeprecationWarning`) that ``what`` is deprecated and what to do
+    ``instead``, pointing at the code that used it: the caller of the function that
+    calls this, ``stacklevel`` frames further up.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     deprecated("Old.name", "use New.name")
+    >>> str(caught[0].message)
+    'Old.name is deprecated: use New.name'
+    """
+    import warnings  # here: only a deprecated use pays for it
+
+    warnings.warn(f"{what} is deprecated: {instead}", DeprecationWarning, stacklevel=2 + stacklevel)

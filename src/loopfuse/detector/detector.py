@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from loopfuse._api import deprecated
 from loopfuse.detector.core import RunCore
 from loopfuse.detector.digests import digest_facts, is_digest, results_digest
 from loopfuse.detector.records import (
@@ -87,12 +88,12 @@ class LoopDetector:
     @classmethod
     def from_settings(cls, settings: DetectorSettings) -> LoopDetector:
         """Deprecated: ``LoopDetector(settings)``."""
-        _deprecated("LoopDetector.from_settings(settings)", "LoopDetector(settings)", 3)
+        deprecated("LoopDetector.from_settings(settings)", "use LoopDetector(settings)")
         return cls(settings)
 
     @staticmethod
     def _read_setting(name: str) -> None:
-        _deprecated(f"LoopDetector.{name}", f"detector.settings.{name}", 4)
+        deprecated(f"LoopDetector.{name}", f"use detector.settings.{name}", stacklevel=2)
 
     @property
     def max_strikes(self) -> int | None:
@@ -240,10 +241,3 @@ def answers_text(answers: Sequence[object] | Mapping[str, object]) -> str | None
         return None
     texts = [clip_text(value) for value in values if isinstance(value, str)]
     return clip_text("\n".join(texts)) if texts else None  # bounded, however many answers
-
-
-def _deprecated(old: str, new: str, stacklevel: int) -> None:
-    """Warn that ``old`` is deprecated, for the caller ``stacklevel`` frames up."""
-    import warnings  # here: only a deprecated read pays for it
-
-    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=stacklevel)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, Protocol, TypedDict, get_args, runtime_checkable
 
+from loopfuse._api import deprecated
 from loopfuse.breaker import LoopBreaker, LoopDecision
 from loopfuse.dedup import DedupCache, RequestKey
 from loopfuse.errors import ConfigError, InvalidInputError
@@ -180,13 +181,7 @@ class GuardDecision(HoldsLoop):
     @property
     def code(self) -> str | None:
         """Deprecated: :attr:`kind` (one name for it everywhere since issue 19)."""
-        import warnings  # here: only a deprecated read pays for it
-
-        warnings.warn(
-            "GuardDecision.code is deprecated: use GuardDecision.kind",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        deprecated("GuardDecision.code", "use GuardDecision.kind")
         return self.kind
 
 
@@ -499,13 +494,7 @@ class Guard:
         """Deprecated: :meth:`decide` (a ``cache_key`` of the caller's is
         ``replace(prepared, key=cache_key)``, or :meth:`PreparedRequest.named
         <loopfuse.guard.request.PreparedRequest.named>` to name it for the breaker too)."""
-        import warnings  # here: only a deprecated call pays for it
-
-        warnings.warn(
-            "Guard.check_prepared is deprecated: use Guard.decide",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        deprecated("Guard.check_prepared", "use Guard.decide")
         if cache_key is not None:
             prepared = replace(prepared, key=cache_key)
         return self.decide(prepared, verdict=verdict)
@@ -833,13 +822,9 @@ def _loop_of(verdict: ScanVerdict) -> Loop | None:
     except AttributeError:
         if not hasattr(verdict, "ok"):
             raise
-    import warnings  # here: only a deprecated verdict pays for it
-
-    warnings.warn(
-        "a detector verdict without `loop` is deprecated: give it loop=loopfuse.Loop(...) "
-        "or None (loopfuse.detector.Verdict does)",
-        DeprecationWarning,
-        stacklevel=2,
+    deprecated(
+        "a detector verdict without `loop`",
+        "give it loop=loopfuse.Loop(...) or None (loopfuse.detector.Verdict does)",
     )
     old: Any = verdict
     if old.ok:

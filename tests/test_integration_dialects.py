@@ -59,6 +59,19 @@ def assert_warned_then_stopped(upstream: Recorder, error: BaseException) -> None
     assert message.endswith(ENDING)
 
 
+def assert_refused_by_loopfuse(error: Any) -> None:
+    """What loopfuse sent, read off the SDK's error: the status, our header and our body.
+
+    Never the SDK's own wording of the error (``str(error)``), which changes between
+    releases the extras' ranges allow: ``loop_message`` reads the body, not that text.
+    """
+    response = error.response
+    assert response.status_code == 400
+    assert "x-loopfuse-refused" in response.headers
+    assert json.dumps(response.json()).count('"loop_detected"') == 1
+    assert loop_message(error) is not None
+
+
 def test_openai_chat() -> None:
     openai = pytest.importorskip("openai")
 
@@ -92,7 +105,7 @@ def test_openai_chat() -> None:
 
     with pytest.raises(openai.BadRequestError) as caught:
         laps(lap)
-    assert caught.value.message.startswith("Error code: 400")  # what loop_message cleans up
+    assert_refused_by_loopfuse(caught.value)
     assert_warned_then_stopped(upstream, caught.value)
 
 
@@ -128,6 +141,7 @@ def test_openai_responses() -> None:
 
     with pytest.raises(openai.BadRequestError) as caught:
         laps(lap)
+    assert_refused_by_loopfuse(caught.value)
     assert_warned_then_stopped(upstream, caught.value)
 
 
@@ -167,7 +181,8 @@ def test_anthropic() -> None:
 
     with pytest.raises(anthropic.BadRequestError) as caught:
         laps(lap)
-    assert "{'type': 'error'" in str(caught.value)  # the dict repr loop_message looks past
+    assert_refused_by_loopfuse(caught.value)
+    assert caught.value.response.json()["type"] == "error"  # Anthropic's envelope
     assert_warned_then_stopped(upstream, caught.value)
 
 

@@ -445,6 +445,6 @@ def loso_table(sessions: list[Session], modes: tuple[str, ...]) -> tuple[str, bo
         f"release gate (no held-out source with a healthy run stopped, {' and '.join(modes)}): "
         + verdict
         + (f": {', '.join(failing)}" if failing else "")
-        + f"; files not read, or read to no conversation (reported apart, never clean): {unreadable}"
+        + f"; files not read, or read to no conversation (apart, never clean): {unreadable}"
     )
     return "\n".join(lines), not failing

@@ -235,15 +235,20 @@ def _outcome_of(data: bytes) -> tuple[str, str]:
     )
 
 
-def read_cli_sessions(source: Path, labels: Path, settings: dict[str, Settings]) -> list[Session]:
-    """Every transcript of the CLI-sessions set, judged; its source the repository its
-    ``manifest.tsv`` names, its label from ``labels``."""
+def read_cli_sessions(
+    source: Path,
+    labels: Path,
+    settings: dict[str, Settings],
+    clis: tuple[str, ...] = CLIS,
+) -> list[Session]:
+    """Every transcript of the CLI-sessions set written by one of ``clis``, judged; its
+    source the repository its ``manifest.tsv`` names, its label from ``labels``."""
     judged: dict[str, dict[str, Outcome]] = {}
     manifest: list[dict[str, str]] = []
     for name, data in _members(source):
         if name == "manifest.tsv":
             manifest = _table(data.decode("utf-8"))
-        elif name.split("/", 1)[0] in CLIS:
+        elif name.split("/", 1)[0] in clis:
             judged[name] = judge(name, data, settings)
     label_rows = {row["file"]: row for row in _table(labels.read_text("utf-8"))}
     repos = {row["output_path"]: row for row in manifest}
@@ -273,14 +278,15 @@ def read_all(
     settings: dict[str, Settings],
     timings: dict[str, float] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    clis: tuple[str, ...] = CLIS,
 ) -> list[Session]:
-    """Every population named in ``places``, judged in each mode of ``settings``;
-    ``timings`` gets the seconds each took."""
+    """Every population named in ``places`` (of the CLI sessions, those of ``clis``),
+    judged in each mode of ``settings``; ``timings`` gets the seconds each took."""
     sessions: list[Session] = []
     for population, place in places.items():
         start = clock()
         if population == "cli":
-            sessions.extend(read_cli_sessions(place, labels, settings))
+            sessions.extend(read_cli_sessions(place, labels, settings, clis))
         else:
             sessions.extend(read_trajectories(population, place, settings))
         if timings is not None:

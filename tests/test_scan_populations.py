@@ -207,6 +207,10 @@ def test_loso_exit_status_is_the_gate(
     root, labels = _cli_set(tmp_path / "bad", healthy_loop=True)
     argv = ["--loso", "--only", "cli", "--cli", str(root), "--labels", str(labels)]
     assert corpus_eval.main(argv) == 1
+    capsys.readouterr()
+    assert corpus_eval.main([*argv, "--clis", "claude-code"]) == 0  # the Codex one left out
+    assert "| codex |" not in capsys.readouterr().out
+    assert corpus_eval.main([*argv, "--clis", "cobol"]) == 2
     assert corpus_eval.main(["--all", "--only", "nothing"]) == 2
 
 

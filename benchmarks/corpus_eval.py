@@ -4,6 +4,10 @@ Usage::
 
     python benchmarks/corpus_eval.py [SOURCE ...] [--mode refuse|warn|both] [--list]
         [--pools] [--lopo] [--signals] [--quick]
+    python benchmarks/corpus_eval.py --all|--loso [--only corpus,calibration,openhands,cli]
+        [--corpus SOURCE] [--calibration SOURCE] [--openhands SOURCE] [--cli SOURCE]
+        [--labels TSV] [--clis claude-code,codex,gemini,copilot-cli]
+        [--mode refuse|warn|both] [--list]
 
 Each ``SOURCE`` is a folder of trajectories or a ``.tar.xz`` of them (default:
 ``../shared/corpus`` next to the repository; ``../shared/calibration.tar.xz`` and
@@ -25,6 +29,29 @@ after the stop (what stopping would have saved).
 every threshold on all pools but one — the *safe edge* (the most aggressive value that
 stops no resolved run) and one notch inside it — and scores the choice on the pool left
 out; ``--pools`` prints the defaults per pool.
+
+``--all`` measures every population we have, each given as a folder or a ``.tar.xz``
+(defaults: ``../shared/corpus``, ``calibration.tar.xz``, ``openhands-calibration.tar.xz``
+and ``cli-calibration.tar.xz`` with ``cli-calibration-labels.tsv``; ``--only`` picks some),
+through the decisions ``loopfuse scan`` itself makes (:mod:`scan_populations`: loopfuse's
+readers, one ``Guard`` per file, ``Guard.decide`` in the mode replayed), so that the
+coding-agent CLIs' sessions are read exactly as ``loopfuse scan --agent`` reads them:
+per population, then per CLI (sessions read, unreadable or empty ones apart, healthy
+sessions stopped and noted, judged loops caught and the turn against the labelled one),
+with the seconds each population took on stderr. ``--list`` names every file acted on
+or not read. ``--only`` and ``--clis`` (of the CLI sessions, those of some CLIs) make a
+quick run: ``--only cli --clis codex,gemini`` takes a few seconds.
+
+``--loso`` adds *leave one source out* over all of them (a source: one repository of
+the CLI sessions, one harness pool of the trajectory sets) and the release gate: it
+fails (exit status 1) when any held-out source has a healthy run stopped (a healthy CLI
+session, or a resolved run that ended on its own) in either mode. It differs from
+``--lopo`` in what it holds out and what it judges: ``--lopo`` *chooses* each signal's
+threshold on the other pools (this script's own sweep) and scores that choice on the
+pool left out; ``--loso`` chooses nothing: the shipped defaults, as ``scan`` and ``hook``
+run them, are judged on each source as one that was never looked at when they were
+set. A rule (or threshold) passes when, added to the defaults, it leaves every held-out
+source at 0 healthy stopped: run ``--loso`` before and after the change, per source.
 """
 
 from __future__ import annotations
@@ -402,6 +429,74 @@ def per_pool(corpus: list[Trajectory], flags: dict[str, Flag | None], mode: str)
     return "\n".join(lines)
 
 
+# The shared data sit beside the repository; a worktree (``../wt/NAME``) is one folder deeper.
+SHARED = next(
+    (p / "shared" for p in (REPO.parent, REPO.parent.parent) if (p / "shared").is_dir()),
+    REPO.parent / "shared",
+)
+POPULATION_NAMES = ("corpus", "calibration", "openhands", "cli")
+DEFAULT_PLACES = {
+    "corpus": SHARED / "corpus",
+    "calibration": SHARED / "calibration.tar.xz",
+    "openhands": SHARED / "openhands-calibration.tar.xz",
+    "cli": SHARED / "cli-calibration.tar.xz",
+}
+DEFAULT_LABELS = SHARED / "cli-calibration-labels.tsv"
+
+
+def every_population(args: argparse.Namespace) -> int:
+    """``--all`` / ``--loso``: every population through ``loopfuse scan``'s decisions
+    (:mod:`scan_populations`), in each mode; exit status 1 when the release gate fails."""
+    if str(Path(__file__).resolve().parent) not in sys.path:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import scan_populations as pop
+
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in POPULATION_NAMES]
+    if unknown or not chosen:
+        print(f"--only: unknown population {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    places = {name: getattr(args, name) for name in chosen}
+    missing = [f"{name}: {place}" for name, place in places.items() if not place.exists()]
+    if "cli" in places and not args.labels.is_file():
+        missing.append(f"labels: {args.labels}")
+    if missing:
+        print(f"no such folder or tarball: {'; '.join(missing)}", file=sys.stderr)
+        return 2
+    clis = tuple(name.strip() for name in args.clis.split(",") if name.strip())
+    if not clis or any(name not in pop.CLIS for name in clis):
+        print(f"--clis: one or more of {', '.join(pop.CLIS)}", file=sys.stderr)
+        return 2
+    modes = MODES if args.mode == "both" else (args.mode,)
+    settings = {mode: pop.settings_for(mode) for mode in modes}
+    timings: dict[str, float] = {}
+    sessions = pop.read_all(places, args.labels, settings, timings, clis=clis)
+    print(pop.population_table(sessions, modes))
+    if "cli" in places:
+        print()
+        print(pop.cli_table(sessions, modes))
+        print()
+        print(pop.loop_table(sessions, modes))
+    if args.list:
+        print()
+        for mode in modes:
+            for line in pop.flagged_list(sessions, mode):
+                print("   ", line)
+    holds = True
+    if args.loso:
+        text, holds = pop.loso_table(sessions, modes)
+        print()
+        print(text)
+    print()
+    print(
+        "seconds: "
+        + ", ".join(f"{name} {seconds:.1f}" for name, seconds in timings.items())
+        + f" (each file read once, judged in {len(modes)} mode(s))",
+        file=sys.stderr,
+    )
+    return 0 if holds else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sources", nargs="*", default=[str(DEFAULT_SOURCE)])
@@ -413,7 +508,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--signals", action="store_true", help="each signal alone")
     parser.add_argument("--lopo", action="store_true", help="leave-one-pool-out selection")
     parser.add_argument("--quick", action="store_true", help="the defaults only")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="every population (--only chooses), judged by loopfuse scan's own decisions",
+    )
+    parser.add_argument(
+        "--loso", action="store_true", help="--all, per held-out source, with the release gate"
+    )
+    parser.add_argument(
+        "--only",
+        metavar="NAMES",
+        default=",".join(POPULATION_NAMES),
+        help=f"with --all/--loso: the populations, comma-separated ({', '.join(POPULATION_NAMES)})",
+    )
+    for population, place in DEFAULT_PLACES.items():
+        parser.add_argument(
+            f"--{population}",
+            metavar="SOURCE",
+            type=Path,
+            default=place,
+            help=f"the {population} set: a folder or a .tar.xz (default: {place})",
+        )
+    parser.add_argument(
+        "--labels", type=Path, default=DEFAULT_LABELS, help="the CLI sessions' labels (TSV)"
+    )
+    parser.add_argument(
+        "--clis",
+        metavar="NAMES",
+        default="claude-code,codex,gemini,copilot-cli",
+        help="of the CLI sessions, those of these CLIs (Claude Code's take most of the time)",
+    )
     args = parser.parse_args(argv)
+    if args.all or args.loso:
+        return every_population(args)
     sources = [Path(source) for source in args.sources]
     for source in sources:
         if not source.exists():

@@ -4,6 +4,7 @@ chat model. The model is a fake (no network); LangChain, LangGraph and loopfuse 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from dialect_rules import check_openai_chat
 from loopfuse import ConfigError, GuardEvent
 from loopfuse.detector import LoopDetected, LoopDetector
 from loopfuse.integrations import MissingExtraError, _extras
+from loopfuse.integrations._extras import install_command
 from loopfuse.integrations.langchain import LoopfuseMiddleware
 
 
@@ -186,7 +188,7 @@ def test_configuration() -> None:
 
 def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[langchain\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_command("langchain"))):
         LoopfuseMiddleware()
 
 

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from litellm.proxy._types import UserAPIKeyAuth  # noqa: E402
 from dialect_rules import check_openai_chat  # noqa: E402
 from loopfuse import ConfigError, DedupCache, Guard, LoopBreaker  # noqa: E402
 from loopfuse.integrations import MissingExtraError, _extras, loop_message  # noqa: E402
+from loopfuse.integrations._extras import install_command  # noqa: E402
 from loopfuse.integrations.httpx import GuardTransport  # noqa: E402
 from loopfuse.integrations.litellm import LoopfuseHandler, LoopRefusedError  # noqa: E402
 
@@ -217,7 +219,7 @@ def test_the_ready_made_proxy_handler_reads_the_environment(
 
 def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[litellm\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_command("litellm"))):
         LoopfuseHandler()
 
 

@@ -22,7 +22,7 @@ decides how a run stops:
 >>> agent = create_agent("openai:gpt-5", tools=tools, middleware=guarded)  # doctest: +SKIP
 
 Without the extra the module still imports; creating the middleware raises
-:class:`~loopfuse.integrations.MissingExtraError` naming ``pip install 'loopfuse[langchain]'``.
+:class:`~loopfuse.integrations.MissingExtraError` naming ``pip install '.[langchain]'``.
 """
 
 from __future__ import annotations

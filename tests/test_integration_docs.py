@@ -50,3 +50,9 @@ def test_integration_examples_run(page: Path) -> None:
         namespace: dict[str, object] = {}  # each block on its own, as a reader pastes it
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(block, f"{page.name}[python block {index}]", "exec"), namespace)
+
+
+def test_the_litellm_page_says_how_to_run_offline() -> None:
+    """``import litellm`` downloads a price map unless told not to: the page says how."""
+    text = (DOCS / "litellm.md").read_text(encoding="utf-8")
+    assert re.search(r"```bash\nexport LITELLM_LOCAL_MODEL_COST_MAP=True\n```", text)

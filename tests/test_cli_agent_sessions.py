@@ -25,7 +25,7 @@ from agent_transcripts import (
     write_lines,
 )
 from hostile import json_values
-from loopfuse.cli.agent_sessions import AgentSession, agent_of, read_runs, sessions_folder
+from loopfuse.cli.agent_sessions import AGENTS, AgentSession, agent_of, read_runs, sessions_folder
 from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.main import main
@@ -371,7 +371,7 @@ def test_agent_finds_every_cli_s_sessions_where_it_keeps_them(
     assert [run["meta"]["agent"] for run in report["files"]] == ["claude-code"]
     shutil.rmtree(home / ".claude")
     assert main(["scan", "--agent", "all"]) == 2
-    assert len(capsys.readouterr().err.splitlines()) == 3  # where each CLI was looked for
+    assert len(capsys.readouterr().err.splitlines()) == len(AGENTS)  # where each looked
 
 
 def test_agent_folders_follow_the_variables_that_move_them(
@@ -416,14 +416,14 @@ def test_a_missing_folder_is_a_clear_message(
     ]
     (tmp_path / "nowhere" / "sessions").mkdir(parents=True)
     assert main(["scan", "--agent", "codex", "--no-progress"]) == 2
-    assert "holds no codex transcripts" in capsys.readouterr().err
+    assert "no codex transcripts where it keeps them" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
         ([], "the following arguments are required: PATH (or --agent NAME)"),
-        (["--agent", "cursor"], "unknown CLI cursor; one of claude-code, codex, gemini, all"),
+        (["--agent", "cursor"], "unknown CLI cursor; one of claude-code, codex, gemini, copilot"),
         (["--agent", "codex", "runs/"], "--agent finds the CLI's transcripts itself"),
     ],
 )

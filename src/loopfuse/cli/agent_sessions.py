@@ -61,10 +61,12 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Final
 
 from loopfuse.cli.loglines import CONVERSATION_KEYS, LineProblem, parse_line, read_line, size_text
+from loopfuse.cli.seen_calls import seeming_calls_in
 
 __all__ = [
     "AGENTS",
@@ -74,10 +76,11 @@ __all__ = [
     "agent_of",
     "agent_of_document",
     "read_runs",
+    "session_calls",
     "sessions_folder",
 ]
 
-AGENTS: Final = ("claude-code", "codex", "gemini")
+AGENTS: Final = ("claude-code", "codex", "gemini", "copilot")
 """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them."""
 
 _PROBLEMS_SHOWN: Final = 5
@@ -95,6 +98,7 @@ _CODEX_TYPES: Final = frozenset(
 )
 _GEMINI_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
 _CLAUDE_ONLY_TYPES: Final = frozenset({"summary", "file-history-snapshot"})
+_COPILOT_PREFIXES: Final = ("session.", "user.", "assistant.", "tool.", "system.", "hook.")
 
 # A first line longer than the head read to recognise a file (Codex's session_meta
 # carries the whole system prompt; a Claude prompt can be a pasted file) is told by
@@ -178,6 +182,9 @@ def sessions_folder(agent: str, environ: Mapping[str, str] | None = None) -> Ses
     if agent == "gemini":
         base = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
         return SessionFolder(agent, (base / ".gemini" / "tmp",), "GEMINI_CLI_HOME")
+    if agent == "copilot":
+        base = Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
+        return SessionFolder(agent, (base / "session-state",), "COPILOT_HOME")
     raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
 
 
@@ -199,7 +206,7 @@ def _is_transcript(agent: str, name: str, in_chats: bool) -> bool:
         return name.startswith("rollout-") and name.endswith(".jsonl")
     if agent == "gemini":
         return in_chats and name.endswith((".jsonl", ".json"))
-    return name.endswith(".jsonl")
+    return name.endswith(".jsonl")  # Claude Code; Copilot CLI: <session>/events.jsonl
 
 
 # --- recognising a transcript -----------------------------------------------------------
@@ -240,19 +247,37 @@ def _agent_of_line(value: dict[str, Any]) -> str | None:
         return "gemini"
     if "sessionId" in value or kind in _CLAUDE_ONLY_TYPES:
         return "claude-code"
+    if (
+        kind is not None
+        and kind.startswith(_COPILOT_PREFIXES)
+        and isinstance(value.get("data"), dict)
+    ):
+        return "copilot"
     return None
 
 
 def agent_of_document(value: object) -> str | None:
-    """``"gemini"`` for a whole-file JSON session of an older Gemini CLI."""
-    if (
-        isinstance(value, dict)
-        and "sessionId" in value
-        and "projectHash" in value
-        and isinstance(value.get("messages"), list)
-    ):
+    """The CLI whose whole-file JSON session ``value`` is: ``"gemini"`` for an older
+    Gemini CLI's session, ``"opencode"`` for an ``opencode export``; else ``None``."""
+    if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
+        return None
+    if "sessionId" in value and "projectHash" in value:
         return "gemini"
+    info = value.get("info")
+    if isinstance(info, dict) and isinstance(info.get("id"), str) and _opencode_messages(value):
+        return "opencode"
     return None
+
+
+def _opencode_messages(value: dict[str, Any]) -> bool:
+    """Whether the messages are OpenCode's: each ``{"info": {"role": ...}, "parts": [...]}``."""
+    return all(
+        isinstance(message, dict)
+        and isinstance(message.get("info"), dict)
+        and isinstance(message.get("parts"), list)
+        and "role" in message["info"]
+        for message in value["messages"]
+    )
 
 
 # --- reading one -------------------------------------------------------------------------
@@ -292,7 +317,11 @@ class _Lines:
                 try:
                     yield number, parse_line(line)
                 except LineProblem as exc:
-                    self.bad.append((number, str(exc)))
+                    records = _records(line)
+                    if records is None:
+                        self.bad.append((number, str(exc)))
+                    for record in records or ():
+                        yield number, record
 
     def problem(self, number: int, text: str) -> None:
         self.bad.append((number, text))
@@ -305,6 +334,40 @@ class _Lines:
         return shown
 
 
+def _records(line: bytes) -> list[dict[str, Any]] | None:
+    """The JSON objects of a line that holds several, one after the other (a writer
+    that missed a newline): ``None`` unless every piece of it is one."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder = json.JSONDecoder()
+    records: list[dict[str, Any]] = []
+    end = 0
+    try:
+        while end < len(text):
+            value, end = decoder.raw_decode(text, end)
+            if not isinstance(value, dict):
+                return None
+            records.append(value)
+            while end < len(text) and text[end] in " \t\r\n":
+                end += 1
+    except (ValueError, RecursionError):
+        return None
+    return records if len(records) > 1 else None
+
+
+def session_calls(session: AgentSession) -> int:
+    """How many tool calls ``session``'s records seem to hold, whatever ``scan`` made of
+    them (:func:`~loopfuse.cli.seen_calls.seeming_calls`): a second pass, made only
+    for a file read without a single call."""
+    try:
+        lines = _Lines(session.open(), session.whole, session.max_line)
+        return seeming_calls_in(record for _, record in lines)
+    except (OSError, ValueError, RecursionError):
+        return 0
+
+
 def read_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
     """The runs ``session`` holds, and the problems met (``"line N: ..."``). Raises
     ``OSError`` when the file cannot be read."""
@@ -314,6 +377,10 @@ def read_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
         runs = _claude_runs(session.name, path, lines)
     elif session.agent == "codex":
         runs = _codex_runs(session.name, lines)
+    elif session.agent == "copilot":
+        runs = _copilot_runs(session.name, lines)
+    elif session.agent == "opencode":
+        runs = _opencode_runs(session.name, lines)
     else:
         runs = _gemini_runs(session.name, path, lines)
     bad = len(lines.bad)
@@ -475,7 +542,8 @@ def _codex_runs(name: str, lines: _Lines) -> list[AgentRun]:
         elif kind == "turn_context":
             model = _text(payload.get("model")) or model
         elif kind == "response_item":
-            item = _codex_item(payload)
+            searched = payload.get("type") == "web_search_call"
+            item = _codex_web_search(payload, len(items)) if searched else _codex_item(payload)
             if item is None:
                 continue
             output = _codex_answers(item)
@@ -483,6 +551,12 @@ def _codex_runs(name: str, lines: _Lines) -> list[AgentRun]:
                 response = item
             answering = output
             items.append(item)
+            if searched:  # answered within the response: its output is its status
+                status = _text(payload.get("status")) or "done"
+                items.append(
+                    {"type": "function_call_output", "call_id": item["call_id"], "output": status}
+                )
+                answering = False
         elif kind == "event_msg" and payload.get("type") == "token_count":
             usage = payload.get("info")
             _give_usage(
@@ -549,9 +623,62 @@ def _codex_item(payload: dict[str, Any]) -> dict[str, Any] | None:
         }
     if kind in ("function_call_output", "custom_tool_call_output"):
         return {"type": kind, "call_id": payload.get("call_id"), "output": _codex_output(payload)}
+    if kind == "tool_search_call":  # the model looks for a tool (MCP, subagents) by query
+        return {
+            "type": "function_call",
+            "name": "tool_search",
+            "arguments": _json_text(payload.get("arguments")),
+            "call_id": payload.get("call_id"),
+        }
+    if kind == "tool_search_output":
+        return {
+            "type": "function_call_output",
+            "call_id": payload.get("call_id"),
+            "output": _tools_found(payload.get("tools")),
+        }
     if isinstance(kind, str) and kind.endswith("_call"):  # web search and the like
         return {key: value for key, value in payload.items() if key != "id"}
     return None
+
+
+def _codex_web_search(payload: dict[str, Any], position: int) -> dict[str, Any]:
+    """A web search the model ran (``web_search_call``: a search, a page opened, a find
+    in it) as the call it is: ``web_search`` with its action as the arguments. Codex
+    records no id for it, nor its results: the id is its place in the run."""
+    call_id = _text(payload.get("call_id")) or _text(payload.get("id")) or f"ws-{position}"
+    return {
+        "type": "function_call",
+        "name": "web_search",
+        "arguments": _json_text(payload.get("action")),
+        "call_id": call_id,
+    }
+
+
+def _json_text(value: object) -> str:
+    """Arguments as the JSON text a function call carries (a string is kept as it is)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value if value is not None else {}, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return "{}"
+
+
+def _tools_found(tools: object) -> str:
+    """What a tool search answered: each namespace found, with its tools' names."""
+    found = []
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, dict):
+            continue
+        inner = tool.get("tools")
+        names = (
+            [t["name"] for t in inner if isinstance(t, dict) and isinstance(t.get("name"), str)]
+            if isinstance(inner, list)
+            else []
+        )
+        label = _text(tool.get("name")) or "?"
+        found.append(f"{label}: {', '.join(names)}" if names else label)
+    return "\n".join(found) or "no tools found"
 
 
 def _codex_output(payload: dict[str, Any]) -> object:
@@ -590,7 +717,7 @@ def _gemini_runs(name: str, path: Path | None, lines: _Lines) -> list[AgentRun]:
 
     first = True
     for number, record in lines:
-        if first and agent_of_document(record):  # an older whole-file session
+        if first and agent_of_document(record) == "gemini":  # an older whole-file session
             info.update({k: v for k, v in record.items() if k != "messages"})
             for message in record["messages"]:
                 upsert(number, message)
@@ -726,3 +853,251 @@ def _gemini_usage(tokens: object) -> dict[str, int]:
         for key, value in tokens.items()
         if key in names and isinstance(value, int) and not isinstance(value, bool)
     }
+
+
+# --- GitHub Copilot CLI -------------------------------------------------------------------
+
+
+def _copilot_runs(name: str, lines: _Lines) -> list[AgentRun]:
+    """A Copilot CLI session's events as Anthropic ``messages``: each
+    ``assistant.message`` with its ``toolRequests`` as ``tool_use`` blocks, each
+    ``tool.execution_complete`` as a ``tool_result`` (``is_error`` when the CLI says
+    the call did not succeed, ``success: false``), the results of one answer in one
+    user message, as the model was sent them."""
+    messages: list[dict[str, Any]] = []
+    info: dict[str, Any] = {}
+    model: str | None = None
+    asked: set[str] = set()  # the calls already in an assistant message
+    for number, record in lines:
+        kind = record.get("type")
+        data = record.get("data")
+        if not isinstance(kind, str):
+            continue
+        if not isinstance(data, dict):
+            lines.problem(number, f"a {kind} event without a data object")
+            continue
+        if kind == "session.start" and not info:
+            info = data
+        elif kind == "session.model_change":
+            model = _text(data.get("newModel")) or model
+        elif kind == "user.message":
+            text = _text(data.get("content"))
+            if text:
+                messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+        elif kind == "assistant.message":
+            model = _text(data.get("model")) or model
+            blocks: list[dict[str, Any]] = []
+            text = _text(data.get("content"))
+            if text:
+                blocks.append({"type": "text", "text": text})
+            requests = data.get("toolRequests")
+            for request in requests if isinstance(requests, list) else ():
+                if isinstance(request, dict):
+                    call = _copilot_call(request.get("toolCallId"), request)
+                    blocks.append(call)
+                    asked.add(call["id"])
+            if blocks:
+                messages.append({"role": "assistant", "content": blocks})
+        elif kind == "tool.execution_start":
+            call = _copilot_call(data.get("toolCallId"), {**data, "name": data.get("toolName")})
+            if call["id"] not in asked:  # a call no answer listed: it joins the last answer
+                asked.add(call["id"])
+                if not messages or messages[-1]["role"] != "assistant":
+                    messages.append({"role": "assistant", "content": []})
+                messages[-1]["content"].append(call)
+        elif kind == "tool.execution_complete":
+            _copilot_result(messages, data)
+    if not messages:
+        return []
+    context = info.get("context")
+    meta = _meta(
+        agent="copilot",
+        session=info.get("sessionId"),
+        project=context.get("cwd") if isinstance(context, dict) else None,
+        started=info.get("startTime"),
+        model=model,
+    )
+    return [AgentRun(name, {"model": model or "", "system": [], "messages": messages}, meta)]
+
+
+def _copilot_call(call_id: object, request: dict[str, Any]) -> dict[str, Any]:
+    arguments = request.get("arguments")
+    if isinstance(arguments, str):  # JSON text, in some versions
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            arguments = {"input": arguments}
+    return {
+        "type": "tool_use",
+        "id": call_id if isinstance(call_id, str) else "",
+        "name": request.get("name") if isinstance(request.get("name"), str) else "",
+        "input": arguments if isinstance(arguments, dict) else {},
+    }
+
+
+def _copilot_result(messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
+    """A finished call's answer: the text the model was given (``result.content``; the
+    error's message for a failed call), flagged ``is_error`` unless it succeeded."""
+    result = data.get("result")
+    error = data.get("error")
+    text = result.get("content") if isinstance(result, dict) else None
+    if not isinstance(text, str) and isinstance(error, dict):
+        text = error.get("message")
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else "",
+        "content": text if isinstance(text, str) else "",
+    }
+    if data.get("success") is False:
+        block["is_error"] = True
+    last = messages[-1] if messages else None
+    if last is not None and last["role"] == "user" and _answers_only(last["content"]):
+        last["content"].append(block)  # the answers to one turn's calls: one message
+    else:
+        messages.append({"role": "user", "content": [block]})
+
+
+def _answers_only(blocks: list[dict[str, Any]]) -> bool:
+    return all(block.get("type") == "tool_result" for block in blocks)
+
+
+# --- OpenCode -------------------------------------------------------------------------------
+
+
+def _opencode_runs(name: str, lines: _Lines) -> list[AgentRun]:
+    """An ``opencode export`` document (``{"info": session, "messages": [{"info",
+    "parts"}]}``) as Anthropic ``messages``. An assistant message of OpenCode holds
+    every step of one answer (``step-start`` ... ``step-finish``, one model request
+    each): each step is one assistant turn, its ``tool`` parts ``tool_use`` blocks,
+    their answers (``state.output``; ``state.error`` when ``state.status`` is
+    ``"error"``, flagged ``is_error``) the user message after it, and the step's
+    ``tokens`` its usage."""
+    messages: list[dict[str, Any]] = []
+    info: dict[str, Any] = {}
+    model: str | None = None
+    for number, document in lines:
+        if agent_of_document(document) != "opencode":
+            lines.problem(number, "not an opencode export document")
+            continue
+        info = document["info"]
+        for message in document["messages"]:
+            if not isinstance(message, dict) or not isinstance(message.get("info"), dict):
+                continue
+            about = message["info"]
+            parts = message.get("parts")
+            parts = (
+                [part for part in parts if isinstance(part, dict)]
+                if isinstance(parts, list)
+                else []
+            )
+            if about.get("role") == "assistant":
+                model = _text(about.get("modelID")) or model
+                messages.extend(_opencode_steps(parts))
+            elif about.get("role") == "user":
+                text = [
+                    {"type": "text", "text": part["text"]}
+                    for part in parts
+                    if part.get("type") == "text" and _text(part.get("text"))
+                ]
+                if text:
+                    messages.append({"role": "user", "content": text})
+    if not messages:
+        return []
+    time = info.get("time")
+    created = time.get("created") if isinstance(time, dict) else None
+    meta = _meta(
+        agent="opencode",
+        session=info.get("id"),
+        project=info.get("directory"),
+        started=_epoch_text(created),
+        model=model,
+        subagent="yes" if _text(info.get("parentID")) else None,
+    )
+    return [AgentRun(name, {"model": model or "", "system": [], "messages": messages}, meta)]
+
+
+def _opencode_steps(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model requests of one OpenCode assistant message, with their answers."""
+    out: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    usage: dict[str, int] = {}
+
+    def close() -> None:
+        if blocks:
+            answer: dict[str, Any] = {"role": "assistant", "content": list(blocks)}
+            if usage:
+                answer["usage"] = dict(usage)
+            out.append(answer)
+            if results:
+                out.append({"role": "user", "content": list(results)})
+        blocks.clear()
+        results.clear()
+        usage.clear()
+
+    for part in parts:
+        kind = part.get("type")
+        if kind == "step-start":
+            close()
+        elif kind == "text" and _text(part.get("text")) and not part.get("synthetic"):
+            blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "tool":
+            call_id = _text(part.get("callID")) or _text(part.get("id")) or ""
+            state = _object(part.get("state"))
+            given = state.get("input")
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call_id,
+                    "name": part.get("tool") if isinstance(part.get("tool"), str) else "",
+                    "input": given if isinstance(given, dict) else {},
+                }
+            )
+            status = state.get("status")
+            if status in ("completed", "error"):
+                failed = status == "error"
+                text = state.get("error" if failed else "output")
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": call_id,
+                    "content": text if isinstance(text, str) else "",
+                }
+                if failed:
+                    result["is_error"] = True
+                results.append(result)
+        elif kind == "step-finish":
+            usage.update(_opencode_usage(part.get("tokens")))
+    close()
+    return out
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _opencode_usage(tokens: object) -> dict[str, int]:
+    if not isinstance(tokens, dict):
+        return {}
+    cache = _object(tokens.get("cache"))
+    fields = {
+        "input_tokens": tokens.get("input"),
+        "output_tokens": tokens.get("output"),
+        "cache_read_input_tokens": cache.get("read"),
+        "cache_creation_input_tokens": cache.get("write"),
+    }
+    return {
+        key: value
+        for key, value in fields.items()
+        if isinstance(value, int) and not isinstance(value, bool)
+    }
+
+
+def _epoch_text(milliseconds: object) -> str | None:
+    """A time OpenCode records (milliseconds since 1970) as ISO 8601 UTC text."""
+    if not isinstance(milliseconds, int | float) or isinstance(milliseconds, bool):
+        return None
+    try:
+        moment = datetime.fromtimestamp(milliseconds / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

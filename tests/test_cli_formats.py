@@ -258,31 +258,33 @@ def test_a_failed_copilot_call_is_flagged_in_its_answer(tmp_path: Path) -> None:
 def test_codex_web_and_tool_searches_are_calls(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = codex_session("t-2", [])
-    done = lines.pop(-3)  # the final answer, put back after the searches
-    for _ in range(8):  # the same search, again and again
-        action = {"type": "search", "query": "loopfuse release", "queries": ["loopfuse release"]}
-        lines.append({"timestamp": "2026-12-01T22:30:00.000Z", "type": "response_item",
-                      "payload": {"type": "web_search_call", "status": "completed",
-                                  "action": action}})  # fmt: skip
+    lines = codex_session("t-2", looping())
+    # Before each command, the same web search, run by the provider within the response
+    # (no output item, no request of its own); once, a tool search the client answers.
+    action = {"type": "search", "query": "make no rule", "queries": ["make no rule"]}
+    searched: list[dict[str, Any]] = []
+    for line in lines:
+        if line["type"] == "response_item" and line["payload"]["type"] == "function_call":
+            payload = {"type": "web_search_call", "status": "completed", "action": action}
+            searched.append({**line, "payload": payload})
+        searched.append(line)
     search = {"type": "tool_search_call", "call_id": "ts1", "status": "completed",
               "execution": "client", "arguments": {"query": "github", "limit": 5}}  # fmt: skip
     found = {"type": "tool_search_output", "call_id": "ts1", "status": "completed",
              "execution": "client", "tools": [{"type": "namespace", "name": "mcp__gh",
                                                "tools": [{"name": "list_prs"}]}]}  # fmt: skip
-    for payload in (search, found):
-        lines.append({"timestamp": "2026-12-01T22:31:00.000Z", "type": "response_item",
-                      "payload": payload})  # fmt: skip
-    lines.append(done)
-    path = write_lines(tmp_path / "rollout-2026-12-01T22-23-54-t-2.jsonl", lines)
+    at = next(i for i, line in enumerate(searched) if line["payload"].get("role") == "user")
+    for payload in (found, search):
+        searched.insert(at + 1, {**searched[at], "payload": payload})
+    path = write_lines(tmp_path / "rollout-2026-12-01T22-23-54-t-2.jsonl", searched)
     code, report, err = scan(capsys, str(path))
     assert code == 1, err
     [run] = report["files"]
-    assert run["tool_calls"] == 9
+    assert run["tool_calls"] == 10 + 10 + 1
+    assert run["requests"] == 11 + 1  # the tool search's answer makes a request; searches not
     [finding] = run["findings"]
-    assert finding["calls"] == [
-        'web_search {"queries":["loopfuse release"],"query":"loopfuse release","type":"search"}'
-    ]
+    search = 'web_search {"queries":["make no rule"],"query":"make no rule","type":"search"}'
+    assert finding["calls"] == [f'{search}; exec_command {{"cmd":"make"}}']  # one batch
 
 
 def test_a_whole_json_gemini_session_is_read_whatever_its_name(

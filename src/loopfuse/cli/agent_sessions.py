@@ -551,12 +551,6 @@ def _codex_runs(name: str, lines: _Lines) -> list[AgentRun]:
                 response = item
             answering = output
             items.append(item)
-            if searched:  # answered within the response: its output is its status
-                status = _text(payload.get("status")) or "done"
-                items.append(
-                    {"type": "function_call_output", "call_id": item["call_id"], "output": status}
-                )
-                answering = False
         elif kind == "event_msg" and payload.get("type") == "token_count":
             usage = payload.get("info")
             _give_usage(
@@ -643,8 +637,10 @@ def _codex_item(payload: dict[str, Any]) -> dict[str, Any] | None:
 
 def _codex_web_search(payload: dict[str, Any], position: int) -> dict[str, Any]:
     """A web search the model ran (``web_search_call``: a search, a page opened, a find
-    in it) as the call it is: ``web_search`` with its action as the arguments. Codex
-    records no id for it, nor its results: the id is its place in the run."""
+    in it) as the call it is: ``web_search`` with its action as the arguments. The
+    provider runs it within the response (no request of the client's follows it, so it
+    has no output item and the response goes on: it stays in its turn). Codex records
+    no id for it, nor its results: the id is its place in the run."""
     call_id = _text(payload.get("call_id")) or _text(payload.get("id")) or f"ws-{position}"
     return {
         "type": "function_call",

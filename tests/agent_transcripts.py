@@ -476,6 +476,7 @@ def opencode_export(session: str, turns: Sequence[Turn]) -> dict[str, Any]:
     a ``bash`` tool part, ``step-finish`` with its tokens), a failed call's state
     ``status: "error"``; then "Done."."""
     start = 1_796_163_600_000  # 2026-12-01T22:20:00Z, in milliseconds
+    asked, answer = f"msg_{session}_u", f"msg_{session}_a"
 
     def part(message: str, number: int, **fields: Any) -> dict[str, Any]:
         return {
@@ -488,7 +489,7 @@ def opencode_export(session: str, turns: Sequence[Turn]) -> dict[str, Any]:
     tokens = {"input": 50, "output": 20, "reasoning": 0, "cache": {"read": 100, "write": 0}}
     parts: list[dict[str, Any]] = []
     for k, turn in enumerate(turns):
-        parts.append(part("msg_a", len(parts), type="step-start"))
+        parts.append(part(answer, len(parts), type="step-start"))
         state: dict[str, Any] = {
             "input": {"command": turn.command, "description": "Run it"},
             "time": {"start": start + k, "end": start + k + 1},
@@ -498,18 +499,14 @@ def opencode_export(session: str, turns: Sequence[Turn]) -> dict[str, Any]:
         else:
             state.update(status="completed", output=turn.answer, title=turn.command, metadata={})
         parts.append(
-            part("msg_a", len(parts), type="tool", callID=f"call_{k:04d}", tool="bash", state=state)
+            part(answer, len(parts), type="tool", callID=f"call_{k:04d}", tool="bash", state=state)
         )
         parts.append(
-            part(
-                "msg_a", len(parts), type="step-finish", reason="tool-calls", cost=0, tokens=tokens
-            )
+            part(answer, len(parts), type="step-finish", reason="tool-calls", cost=0, tokens=tokens)
         )
-    parts.append(part("msg_a", len(parts), type="step-start"))
-    parts.append(part("msg_a", len(parts), type="text", text="Done."))
-    parts.append(
-        part("msg_a", len(parts), type="step-finish", reason="stop", cost=0, tokens=tokens)
-    )
+    parts.append(part(answer, len(parts), type="step-start"))
+    parts.append(part(answer, len(parts), type="text", text="Done."))
+    parts.append(part(answer, len(parts), type="step-finish", reason="stop", cost=0, tokens=tokens))
     return {
         "info": {
             "id": session,
@@ -523,21 +520,21 @@ def opencode_export(session: str, turns: Sequence[Turn]) -> dict[str, Any]:
         "messages": [
             {
                 "info": {
-                    "id": "msg_u",
+                    "id": asked,
                     "sessionID": session,
                     "role": "user",
                     "time": {"created": start},
                     "agent": "build",
                 },
-                "parts": [part("msg_u", 0, type="text", text="Build it")],
+                "parts": [part(asked, 0, type="text", text="Build it")],
             },
             {
                 "info": {
-                    "id": "msg_a",
+                    "id": answer,
                     "sessionID": session,
                     "role": "assistant",
                     "time": {"created": start + 1},
-                    "parentID": "msg_u",
+                    "parentID": asked,
                     "modelID": "model-y",
                     "providerID": "local",
                     "mode": "build",

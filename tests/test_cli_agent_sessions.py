@@ -353,7 +353,13 @@ def test_agent_finds_every_cli_s_sessions_where_it_keeps_them(
     write_lines(home / ".codex" / "sessions" / "history.jsonl", [{"session_id": "x", "text": "hi"}])
     write_lines(home / ".gemini" / "tmp" / "g2" / "logs.json", [[{"sessionId": "x"}]])
     monkeypatch.setenv("HOME", str(home))
-    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"):
+    for name in (
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "COPILOT_HOME",
+        "XDG_DATA_HOME",
+    ):
         monkeypatch.delenv(name, raising=False)
     code, report, err = scan(capsys, "--agent", "claude-code,codex,gemini")
     assert (code, err) == (1, "")

@@ -9,7 +9,9 @@ session in a ``.jsonl`` file, several records on one line. Every fixture is synt
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +329,89 @@ def test_several_records_on_one_line_are_each_read(
         (r["requests"], r["tool_calls"]) for r in expected
     ]
     assert got[0]["tool_calls"] == 10
+
+
+def opencode_database(path: Path, exports: list[dict[str, Any]]) -> Path:
+    """OpenCode's ``opencode.db`` holding ``exports``: its session, message and part
+    tables (the columns it reads; each message's and part's fields as JSON in ``data``,
+    without the ids the columns hold)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(sqlite3.connect(path)) as database, database:
+        database.executescript(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT, "
+            "slug TEXT, directory TEXT, title TEXT, version TEXT, time_created INTEGER, "
+            "time_updated INTEGER);"
+            "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, "
+            "time_updated INTEGER, data TEXT);"
+            "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, "
+            "time_created INTEGER, time_updated INTEGER, data TEXT);"
+        )
+        for export in exports:
+            info = export["info"]
+            created = info["time"]["created"]
+            database.execute(
+                "INSERT INTO session VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (info["id"], "p1", info.get("parentID"), info["slug"], info["directory"],
+                 info["title"], info["version"], created, created),
+            )  # fmt: skip
+            for message in export["messages"]:
+                about = dict(message["info"])
+                message_id = about.pop("id")
+                about.pop("sessionID")
+                database.execute(
+                    "INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                    (message_id, info["id"], about["time"]["created"], created, json.dumps(about)),
+                )
+                for part in message["parts"]:
+                    fields = {k: v for k, v in part.items() if k not in ("id", "sessionID",
+                                                                         "messageID")}  # fmt: skip
+                    database.execute(
+                        "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                        (part["id"], message_id, info["id"], created, created, json.dumps(fields)),
+                    )
+    return path
+
+
+def test_agent_opencode_reads_every_session_of_its_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = opencode_export("ses_other", healthy())
+    other["info"]["time"]["created"] -= 60_000  # older: scanned first
+    data = tmp_path / "data"
+    opencode_database(
+        data / "opencode" / "opencode.db", [opencode_export(OPENCODE_ID, looping()), other]
+    )
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    code, report, err = scan(capsys, "--agent", "opencode")
+    assert (code, err) == (1, "")
+    runs = report["files"]
+    assert [run["meta"]["session"] for run in runs] == ["ses_other", OPENCODE_ID]
+    assert [run["tool_calls"] for run in runs] == [8, 10]
+    assert [bool(run["findings"]) for run in runs] == [False, True]
+    assert runs[1]["meta"]["started"] == "2026-12-01T22:20:00.000Z"
+    # The same sessions read from the database and from their exports: the same replay.
+    export = write_json(tmp_path / "e.json", opencode_export(OPENCODE_ID, looping()))
+    [exported] = scan(capsys, str(export))[1]["files"]
+    keys = ("requests", "tool_calls", "tokens_in", "tokens_out", "spared_requests")
+    assert [exported[k] for k in keys] == [runs[1][k] for k in keys]
+    # Named on the command line, the database is read too; a folder without one is said so.
+    assert scan(capsys, str(data / "opencode" / "opencode.db"))[0] == 1
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "empty"))
+    (tmp_path / "empty" / "opencode").mkdir(parents=True)
+    assert main(["scan", "--agent", "opencode", "--no-progress"]) == 2
+    assert "no opencode transcripts where it keeps them" in capsys.readouterr().err
+
+
+def test_a_sqlite_file_that_is_not_opencode_s_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "other.db"
+    with contextlib.closing(sqlite3.connect(path)) as database, database:
+        database.execute("CREATE TABLE t (x)")
+    code, _, err = scan(capsys, str(path))
+    assert code == 2
+    assert err.splitlines() == [
+        f"loopfuse scan: error: {path}: cannot read: not an OpenCode database it can read "
+        "(no such table: session)"
+    ]

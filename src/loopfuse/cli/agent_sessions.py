@@ -56,9 +56,11 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -80,7 +82,7 @@ __all__ = [
     "sessions_folder",
 ]
 
-AGENTS: Final = ("claude-code", "codex", "gemini", "copilot")
+AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode")
 """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them."""
 
 _PROBLEMS_SHOWN: Final = 5
@@ -185,10 +187,18 @@ def sessions_folder(agent: str, environ: Mapping[str, str] | None = None) -> Ses
     if agent == "copilot":
         base = Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
         return SessionFolder(agent, (base / "session-state",), "COPILOT_HOME")
+    if agent == "opencode":
+        data = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local/share"
+        return SessionFolder(agent, (data / "opencode",), "XDG_DATA_HOME")
     raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
 
 
 def _transcripts(root: Path, agent: str) -> Iterator[Path]:
+    if agent == "opencode":  # its database (and a release channel's: opencode-beta.db)
+        for path in sorted(root.glob("opencode*.db")):
+            if path.is_file():
+                yield path
+        return
     for folder, dirs, files in os.walk(root, followlinks=False):
         dirs.sort()
         here = Path(folder)
@@ -361,6 +371,8 @@ def session_calls(session: AgentSession) -> int:
     """How many tool calls ``session``'s records seem to hold, whatever ``scan`` made of
     them (:func:`~loopfuse.cli.seen_calls.seeming_calls`): a second pass, made only
     for a file read without a single call."""
+    if session.kind == "database":
+        return 0  # its rows are read as the sessions they are, or not at all
     try:
         lines = _Lines(session.open(), session.whole, session.max_line)
         return seeming_calls_in(record for _, record in lines)
@@ -371,6 +383,8 @@ def session_calls(session: AgentSession) -> int:
 def read_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
     """The runs ``session`` holds, and the problems met (``"line N: ..."``). Raises
     ``OSError`` when the file cannot be read."""
+    if session.kind == "database":
+        return _opencode_database_runs(session)
     lines = _Lines(session.open(), session.whole, session.max_line)
     path = None if session.name == "<stdin>" else Path(session.name)
     if session.agent == "claude-code":
@@ -961,46 +975,51 @@ def _answers_only(blocks: list[dict[str, Any]]) -> bool:
 
 
 def _opencode_runs(name: str, lines: _Lines) -> list[AgentRun]:
-    """An ``opencode export`` document (``{"info": session, "messages": [{"info",
-    "parts"}]}``) as Anthropic ``messages``. An assistant message of OpenCode holds
-    every step of one answer (``step-start`` ... ``step-finish``, one model request
-    each): each step is one assistant turn, its ``tool`` parts ``tool_use`` blocks,
-    their answers (``state.output``; ``state.error`` when ``state.status`` is
-    ``"error"``, flagged ``is_error``) the user message after it, and the step's
-    ``tokens`` its usage."""
-    messages: list[dict[str, Any]] = []
-    info: dict[str, Any] = {}
-    model: str | None = None
+    """An ``opencode export`` document: one run (:func:`_opencode_run`)."""
+    runs = []
     for number, document in lines:
         if agent_of_document(document) != "opencode":
             lines.problem(number, "not an opencode export document")
             continue
-        info = document["info"]
-        for message in document["messages"]:
-            if not isinstance(message, dict) or not isinstance(message.get("info"), dict):
-                continue
-            about = message["info"]
-            parts = message.get("parts")
-            parts = (
-                [part for part in parts if isinstance(part, dict)]
-                if isinstance(parts, list)
-                else []
-            )
-            if about.get("role") == "assistant":
-                model = _text(about.get("modelID")) or model
-                messages.extend(_opencode_steps(parts))
-            elif about.get("role") == "user":
-                text = [
-                    {"type": "text", "text": part["text"]}
-                    for part in parts
-                    if part.get("type") == "text" and _text(part.get("text"))
-                ]
-                if text:
-                    messages.append({"role": "user", "content": text})
+        run = _opencode_run(name, document)
+        if run is not None:
+            runs.append(run)
+    return runs
+
+
+def _opencode_run(name: str, document: dict[str, Any]) -> AgentRun | None:
+    """One OpenCode session (``{"info": session, "messages": [{"info", "parts"}]}``, as
+    ``opencode export`` prints it) as Anthropic ``messages``. An assistant message of
+    OpenCode holds every step of one answer (``step-start`` ... ``step-finish``, one
+    model request each): each step is one assistant turn, its ``tool`` parts
+    ``tool_use`` blocks, their answers (``state.output``; ``state.error`` when
+    ``state.status`` is ``"error"``, flagged ``is_error``) the user message after it,
+    and the step's ``tokens`` its usage."""
+    messages: list[dict[str, Any]] = []
+    info = _object(document.get("info"))
+    model: str | None = None
+    for message in document["messages"]:
+        if not isinstance(message, dict) or not isinstance(message.get("info"), dict):
+            continue
+        about = message["info"]
+        parts = message.get("parts")
+        parts = (
+            [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+        )
+        if about.get("role") == "assistant":
+            model = _text(about.get("modelID")) or model
+            messages.extend(_opencode_steps(parts))
+        elif about.get("role") == "user":
+            text = [
+                {"type": "text", "text": part["text"]}
+                for part in parts
+                if part.get("type") == "text" and _text(part.get("text"))
+            ]
+            if text:
+                messages.append({"role": "user", "content": text})
     if not messages:
-        return []
-    time = info.get("time")
-    created = time.get("created") if isinstance(time, dict) else None
+        return None
+    created = _object(info.get("time")).get("created")
     meta = _meta(
         agent="opencode",
         session=info.get("id"),
@@ -1009,7 +1028,74 @@ def _opencode_runs(name: str, lines: _Lines) -> list[AgentRun]:
         model=model,
         subagent="yes" if _text(info.get("parentID")) else None,
     )
-    return [AgentRun(name, {"model": model or "", "system": [], "messages": messages}, meta)]
+    body = {"model": model or "", "system": [], "messages": messages}
+    return AgentRun(name, body, meta)
+
+
+def _opencode_database_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
+    """Every session of OpenCode's database (``opencode.db``: tables ``session``,
+    ``message`` and ``part``, each message's and part's fields as JSON in ``data``),
+    oldest first, each read as its export would be. Opened read-only; a subagent's
+    session (``parent_id``) is a run of its own."""
+    uri = Path(session.name).resolve().as_uri() + "?mode=ro"
+    runs: list[AgentRun] = []
+    problems: list[str] = []
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as database:
+            sessions = database.execute(
+                "SELECT id, parent_id, directory, time_created FROM session "
+                "ORDER BY time_created, id"
+            ).fetchall()
+            for session_id, parent, directory, created in sessions:
+                document = _opencode_document(database, session_id, problems)
+                document["info"] = {
+                    "id": session_id,
+                    "parentID": parent,
+                    "directory": directory,
+                    "time": {"created": created},
+                }
+                run = _opencode_run(f"{session.name} (session {session_id})", document)
+                if run is not None:
+                    runs.append(run)
+    except sqlite3.Error as exc:
+        raise OSError(f"not an OpenCode database it can read ({exc})") from None
+    return runs, problems[:_PROBLEMS_SHOWN]
+
+
+def _opencode_document(
+    database: sqlite3.Connection, session_id: str, problems: list[str]
+) -> dict[str, Any]:
+    """One session's messages and parts from the database, as ``opencode export``
+    would print them."""
+    messages: dict[str, dict[str, Any]] = {}
+    rows = database.execute(
+        "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id",
+        (session_id,),
+    )
+    for message_id, data in rows:
+        value = _row_json(data, f"message {message_id}", problems)
+        if value is not None:
+            messages[message_id] = {"info": {**value, "id": message_id}, "parts": []}
+    rows = database.execute(
+        "SELECT message_id, id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
+        (session_id,),
+    )
+    for message_id, part_id, data in rows:
+        value = _row_json(data, f"part {part_id}", problems)
+        if value is not None and message_id in messages:
+            messages[message_id]["parts"].append(value)
+    return {"messages": list(messages.values())}
+
+
+def _row_json(data: object, what: str, problems: list[str]) -> dict[str, Any] | None:
+    try:
+        value = json.loads(data) if isinstance(data, str | bytes) else None
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        problems.append(f"{what}: its data is not a JSON object")
+        return None
+    return value
 
 
 def _opencode_steps(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -179,11 +179,6 @@ def _agents(raw: str | None, paths: bool) -> tuple[str, ...] | str:
     if paths:
         return "--agent finds the CLI's transcripts itself: give it no PATH"
     names = tuple(dict.fromkeys(name.strip() for name in raw.split(",") if name.strip()))
-    if "opencode" in names:  # its sessions are in its database; its export is a file
-        return (
-            "--agent: OpenCode keeps its sessions in its own database, which scan does not "
-            "read; export one (opencode export ID > ID.json) and scan the file"
-        )
     unknown = [name for name in names if name not in (*AGENTS, "all")]
     if unknown or not names:
         known = ", ".join((*AGENTS, "all"))

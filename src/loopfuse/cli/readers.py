@@ -187,6 +187,9 @@ Source = Transcript | Log | AgentSession
 """What a file is; an :class:`~loopfuse.cli.agent_sessions.AgentSession` is a coding-agent
 CLI's own transcript (Claude Code, Codex, Gemini CLI), recognised by its first line."""
 
+_SQLITE: Final = b"SQLite format 3\x00"
+"""How a SQLite database starts (OpenCode's ``opencode.db``)."""
+
 _HEAD_BYTES: Final = 64 * 1024
 """Bytes read to recognise a CLI's transcript by its first line."""
 
@@ -232,6 +235,12 @@ def read_path(path: Path) -> Source:
     try:
         with _open_regular(path) as handle:
             size = os.fstat(handle.fileno()).st_size
+            if path.suffix.lower() == ".db" or not log:
+                magic = handle.read(len(_SQLITE))
+                handle.seek(0)
+                if magic == _SQLITE:  # OpenCode keeps its sessions in a database
+                    return AgentSession(name, "opencode", size, partial(_open_regular, path),
+                                        kind="database")  # fmt: skip
             if log:
                 head = handle.read(_HEAD_BYTES) or b""
                 _check_start(name, head[:8192], size)

@@ -1,4 +1,5 @@
-r"""Coding-agent CLIs' own transcripts (Claude Code, Codex, Gemini CLI), as conversations.
+r"""Coding-agent CLIs' own transcripts (Claude Code, Codex, Gemini CLI, Copilot CLI,
+OpenCode), as conversations.
 
 Each CLI keeps every session it ran as a JSON Lines file. ``loopfuse scan`` recognises
 them by their content (:func:`agent_of`) and turns each run they hold into the request
@@ -17,6 +18,10 @@ Codex           ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*``    Responses ``inp
                 (``CODEX_HOME`` defaults to ``~/.codex``)
 Gemini CLI      ``~/.gemini/tmp/<project>/chats/session-*``      Gemini ``contents``
                 (``$GEMINI_CLI_HOME`` moves the home folder)
+Copilot CLI     ``~/.copilot/session-state/<id>/events.jsonl``   Anthropic ``messages``
+                (``$COPILOT_HOME`` moves ``~/.copilot``)
+OpenCode        ``~/.local/share/opencode/opencode.db``          Anthropic ``messages``
+                (``$XDG_DATA_HOME``), or ``opencode export``
 ==============  ===============================================  =========================
 
 How each CLI records a session, and how it is read:
@@ -45,8 +50,17 @@ How each CLI records a session, and how it is read:
   without ``Process Group PGID: N`` (a new number on every call). Subagents have their
   own files. Whole-file JSON sessions of older versions are read too.
 
+- **Copilot CLI** writes one event a line: an ``assistant.message`` with its
+  ``toolRequests``, each call's ``tool.execution_complete`` (``success: false``: a
+  failed call, flagged ``is_error``); the rest (hooks, turns, permissions) is not part
+  of the conversation.
+- **OpenCode** keeps a session as messages of parts; one assistant message holds each
+  step of an answer (``step-start`` ... ``step-finish``): one turn each. Its database
+  is read read-only, each session as ``opencode export`` would print it.
+
 A line that is not JSON, or not what the CLI writes there, is a problem reported as
-``"line N: ..."`` and skipped; the rest of the file is still read.
+``"line N: ..."`` and skipped; the rest of the file is still read. A line holding
+several records one after the other (a writer that missed a newline) is those records.
 
 >>> agent_of(b'{"type":"session_meta","payload":{"id":"t1"}}\n')
 'codex'

@@ -15,9 +15,15 @@ A file is one of:
   :class:`Log`, read line by line. A file ending in ``.jsonl`` or ``.ndjson`` is read
   as a log (unless it is a CLI's transcript, below), any other file when it holds more
   than one JSON value;
-- a **coding-agent CLI's transcript** (Claude Code, Codex, Gemini CLI), told from a log
-  by its first line: an :class:`~loopfuse.cli.agent_sessions.AgentSession`, whose runs
+- a **coding-agent CLI's transcript** (Claude Code, Codex, Gemini CLI, Copilot CLI),
+  told from a log by its first line, a whole-file session (an older Gemini CLI's, an
+  ``opencode export``; in a ``.jsonl`` file too, when it is one JSON document written
+  over several lines) or OpenCode's SQLite database: an
+  :class:`~loopfuse.cli.agent_sessions.AgentSession`, whose runs
   :mod:`loopfuse.cli.agent_sessions` reads.
+
+JSON of a shape no reader here knows is :class:`NotUnderstood` (an :class:`InputError`
+reported apart, with the tool calls it seems to hold), never a clean file.
 
 Which dialect a body is in, and where its turns are, is :mod:`loopfuse.intent`'s
 business: this module knows file formats only.

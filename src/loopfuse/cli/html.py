@@ -167,7 +167,7 @@ def render_html(
 def _summary(summary: Summary) -> list[str]:
     files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
     if summary.errors:
-        files += f", {summary.errors:,} unreadable"
+        files += f", {summary.unread_text()}"
     # Every row is escaped whole (the run's outcomes in it as well), so they go in as is.
     rows = summary.rows(files, f"{summary.requests:,} replayed", str)
     body = "".join(f"<tr><th>{esc(label)}</th><td>{esc(text)}</td></tr>" for label, text in rows)

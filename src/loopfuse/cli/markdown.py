@@ -68,7 +68,7 @@ def render_markdown(
 def _summary(summary: Summary) -> list[str]:
     files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
     if summary.errors:
-        files += f", {summary.errors:,} unreadable"
+        files += f", {summary.unread_text()}"
     rows = summary.rows(files, f"{summary.requests:,} replayed", code)
     return ["| | |", "|---|---|", *(f"| {label} | {text} |" for label, text in rows)]
 

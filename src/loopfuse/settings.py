@@ -76,10 +76,6 @@ PARTS: Final[Mapping[str, type]] = {
 """The fields of :class:`Settings` that are one guard's settings, and their classes."""
 
 
-def _warn_mode() -> GuardSettings:
-    return GuardSettings(mode="warn")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     """Which guards run, and each one's settings: what a settings file says.
@@ -98,7 +94,7 @@ class Settings:
     breaker: BreakerSettings = field(default_factory=BreakerSettings)
     detector: DetectorSettings = field(default_factory=default_settings)
     cache: CacheSettings = field(default_factory=CacheSettings)
-    guard: GuardSettings = field(default_factory=_warn_mode)
+    guard: GuardSettings = field(default_factory=GuardSettings)
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -34,7 +34,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, Protocol, TypedDict, get_args, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    Protocol,
+    TypedDict,
+    Unpack,
+    get_args,
+    runtime_checkable,
+)
 
 from loopfuse._api import deprecated
 from loopfuse.breaker import LoopBreaker, LoopDecision
@@ -49,6 +59,9 @@ from loopfuse.guard.request import NO_CONTEXT, PreparedRequest, RequestContext
 from loopfuse.intent.dialect import Dialect, add_note, dialect_for
 from loopfuse.intent.openai_chat import OPENAI_CHAT
 from loopfuse.loop import HoldsLoop, Loop
+
+if TYPE_CHECKING:
+    from loopfuse.overrides import GuardOverrides
 
 __all__ = [
     "DEFAULT",
@@ -317,7 +330,7 @@ class Guard:
         cache: DedupCache[Any] | None = None,
         on_event: EventCallback | None = None,
         clock: Callable[[], float] | None = None,
-        **overrides: object,
+        **overrides: Unpack[GuardOverrides],
     ) -> None:
         self.settings: GuardSettings = configured(
             "Guard", GuardSettings, settings, overrides, "mode='warn'"

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Final
 from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from os import PathLike
+
+    FileName = str | PathLike[str]  # a str or a pathlib.Path
 
 __all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "check_shape", "load_toml", "read_text"]
 
@@ -34,7 +36,7 @@ table headers) and the dots of a dotted key, counted together. ``[tool.loopfuse.
 is 3 deep; a value of loopfuse's at most 2 more."""
 
 
-def read_text(path: Path) -> str:
+def read_text(path: FileName) -> str:
     """The text of the file at ``path`` (at most :data:`MAX_FILE_BYTES`, UTF-8, from a
     regular file), or :class:`~loopfuse.errors.ConfigError` naming the file."""
     try:
@@ -161,7 +163,7 @@ def _find_before(text: str, needle: str, start: int, stop: int) -> int:
     return text.find(needle, start) if stop < 0 else text.find(needle, start, stop)
 
 
-def load_toml(path: Path) -> dict[str, object]:
+def load_toml(path: FileName) -> dict[str, object]:
     """The settings table of a TOML file; ``ConfigError`` naming the file when unusable.
 
     The table is ``[tool.loopfuse]`` if present, else ``[loopfuse]``, else the top level.

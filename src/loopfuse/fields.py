@@ -70,6 +70,7 @@ __all__ = [
     "Text",
     "check_fields",
     "configured",
+    "did_you_mean",
     "fields_of",
     "key_of",
     "keys_of",
@@ -448,8 +449,8 @@ class Limits(Kind):
 
 class Seconds(Kind):
     """A number of seconds (any real number, or a ``timedelta``), kept as a float:
-    positive and at most :data:`MAX_SECONDS`; with ``zero``, also ``0``; with
-    ``forever``, also ``math.inf`` (``inf`` as text).
+    positive and at most ``maximum`` (at most :data:`MAX_SECONDS`); with ``zero``, also
+    ``0``; with ``forever``, also ``math.inf`` (``inf`` as text).
 
     >>> Seconds().parse("2.5"), Seconds().check(30, "window")
     (2.5, 30.0)
@@ -468,9 +469,12 @@ class Seconds(Kind):
 
     metavar = "SECONDS"
 
-    def __init__(self, *, zero: bool = False, forever: bool = False) -> None:
+    def __init__(
+        self, *, zero: bool = False, forever: bool = False, maximum: float = MAX_SECONDS
+    ) -> None:
         self.zero = zero
         self.forever = forever
+        self.maximum = float(min(maximum, MAX_SECONDS))
         what = "a number of seconds >= 0" if zero else "a positive number of seconds"
         self.what = what + (" (inf: forever)" if forever else "")
 
@@ -494,7 +498,8 @@ class Seconds(Kind):
     def too_long(self) -> str:
         """The message of a finite time past :data:`MAX_SECONDS`."""
         forever = " (or inf: forever)" if self.forever else ""
-        return f"must be at most {MAX_SECONDS:.0f} seconds{forever}"
+        most = int(self.maximum) if self.maximum.is_integer() else self.maximum
+        return f"must be at most {most} seconds{forever}"
 
     def _fits(self, seconds: float) -> bool:
         if math.isnan(seconds) or (math.isinf(seconds) and not self.forever):
@@ -502,7 +507,7 @@ class Seconds(Kind):
         return seconds >= 0 if self.zero else seconds > 0
 
     def _too_long(self, seconds: float) -> bool:
-        return MAX_SECONDS < seconds < math.inf
+        return self.maximum < seconds < math.inf
 
 
 class Choice(Kind):
@@ -736,12 +741,22 @@ def replace(obj: _T, changes: Mapping[str, object]) -> _T:
     names = {declared.name for declared in fields_of(type(obj))}
     for name in changes:
         if name not in names:
-            import difflib  # here: only a mistake pays for it
-
-            close = difflib.get_close_matches(name, sorted(names), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            hint = did_you_mean(name, names)
             raise SettingError(f"{type(obj).__name__} has no setting {{0}}{hint}", name)
     return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)``, X the name in ``known`` closest to ``name``, or ``""``:
+    the hint every unknown setting gets, from Python, a flag or a file.
+
+    >>> did_you_mean("max_strike", ["max_strikes", "window"])
+    ' (did you mean max_strikes?)'
+    """
+    import difflib  # here: only a mistake pays for it
+
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def configured(

@@ -105,6 +105,47 @@ def test_the_shape_check_counts_what_tomllib_nests() -> None:
                 check_shape(text, "f.toml")
 
 
+TRICKY_STRINGS = [
+    '"a\\"[["',
+    "'[[\\'",
+    '"""x""""',
+    "'''y'''''",
+    '"""a\\"""b"""',
+    '"""\n[[\n"""',
+    "'''\n{{ ] \n'''",
+    '"\\\\"',
+    '"#[["',
+    "'a.b.c.d'",
+    '""',
+    "''",
+]
+
+
+def test_the_shape_check_reads_strings_as_tomllib_does_at_every_depth() -> None:
+    """Random nestings of arrays and inline tables, tricky strings between their
+    brackets: tomllib reads each, and the check refuses exactly those deeper than the
+    bound (a string read otherwise would hide or add brackets)."""
+    import random
+
+    chance = random.Random(29)
+    for _ in range(300):
+        depth = chance.randint(1, MAX_DEPTH + 8)
+        value = "1"
+        for _ in range(depth):
+            string = chance.choice(TRICKY_STRINGS)
+            if chance.random() < 0.5:
+                value = f"[{string}, {value}]"
+            else:
+                value = f"{{k = {string}, v = {value}}}"
+        text = f"x = {value}\n"
+        tomllib.loads(text)
+        if depth > MAX_DEPTH:
+            with pytest.raises(ConfigError):
+                check_shape(text, "f.toml")
+        else:
+            check_shape(text, "f.toml")
+
+
 def test_the_shape_check_is_linear_on_every_string_shape() -> None:
     for text in (
         'x = """' + "\\a" * 200_000 + '"""',

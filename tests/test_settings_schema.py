@@ -50,6 +50,8 @@ BAD = {
     ),
     "a key given twice": ('format = "json"\n[scan]\nformat = "text"\n', "format is given twice"),
     "hook not a table": ("hook = 3\n", "hook must be a table ([hook]), got 3"),
+    "a count past the bound": ("max_strikes = 9223372036854775807\n", "max_strikes must be an"),
+    "nested too deep": ("x = " + "[" * 500 + "]" * 500 + "\n", "line 1: nested deeper than 32"),
 }
 
 

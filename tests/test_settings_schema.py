@@ -162,6 +162,15 @@ def test_the_hook_takes_the_file_s_mode_unless_its_table_says_another(tmp_path: 
     assert settings_of({"config": str(path), "mode": "warn"}, {}, None).mode == "warn"
 
 
+def test_the_hook_reads_its_table_s_values_as_every_entry_point_reads_them(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, '[hook]\nend-session = "yes"\nlock_timeout = "2.5"\n')
+    assert {name: read(path) for name, read in ENTRY_POINTS.items()} == dict.fromkeys(ENTRY_POINTS)
+    settings = settings_of({"config": str(path)}, {}, None)
+    assert (settings.end_session, settings.lock_timeout) == (True, 2.5)
+
+
 def test_the_hook_s_table_and_its_flags_have_the_same_defaults() -> None:
     assert HookOptions().lock_timeout == LOCK_TIMEOUT
     assert settings_of({}, {}).mode == HookOptions().mode == "warn"

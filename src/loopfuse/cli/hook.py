@@ -194,13 +194,14 @@ def settings_of(
     hook: dict[str, object] = {}
     config = flags.get("config") or env.get("LOOPFUSE_CONFIG")
     if isinstance(config, str) and config:
-        from loopfuse.cli.hook_config import checked_table  # only with a settings file
+        from loopfuse.cli.hook_config import checked_table, hook_options  # with a file only
 
         table = checked_table(config, state)
         for key, raw in table.items():
             name = key.replace("-", "_")
             if name == "hook" and isinstance(raw, dict):
-                hook.update((str(k).replace("-", "_"), v) for k, v in raw.items())
+                read = hook_options(raw, config)  # each value as every entry point reads it
+                hook.update((k, getattr(read, k)) for k in (str(k).replace("-", "_") for k in raw))
             elif name == "mode":  # the file's mode, the hook's unless [hook] says another
                 hook.setdefault("mode", raw)
             elif _detector_option(name) is not None:  # other keys are the other guards'

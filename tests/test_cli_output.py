@@ -355,11 +355,22 @@ def test_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(capsys.readouterr().out)
     by_name = {f["name"]: f for f in report["files"]}
     assert by_name["healthy_run.json"]["clean"] is True
+    assert report["summary"]["mode"] == "warn"  # the one default, as loopfuse scan's
     [cycle] = by_name["ab_cycle.json"]["findings"]  # every step of the cycle: one
-    assert (cycle["kind"], cycle["requests"]) == ("cycle", cycle["last"] - cycle["first"] + 1)
+    assert cycle["kind"] == "cycle"
+    # warn: noted first, refused when it goes on, every request from the first note on
+    assert [(span["noted"], span["first"]) for span in cycle["spans"]] == [
+        (True, cycle["first"]),
+        (False, cycle["spans"][0]["last"] + 1),
+    ]
+    assert cycle["spans"][-1]["last"] == cycle["last"]
     assert [call.split()[0] for call in cycle["calls"]] == ["edit_file", "run_tests"]
     [storm] = by_name["retry_storm.jsonl"]["findings"]  # a retry storm: one finding
-    assert [span["guard"] for span in storm["spans"]] == ["dedup", "breaker"]
+    assert [(span["guard"], span["noted"]) for span in storm["spans"]] == [
+        ("dedup", False),
+        ("breaker", True),
+        ("breaker", False),
+    ]
 
 
 def test_python_dash_m(tmp_path: Path) -> None:

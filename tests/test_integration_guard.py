@@ -87,7 +87,9 @@ def test_the_detector_refuses_a_conversation_that_ends_in_a_loop() -> None:
 
 
 def test_the_breaker_counts_per_session_and_can_be_skipped(clock: FakeClock) -> None:
-    guard = Guard(breaker=LoopBreaker(window=10, max_repeats=2, clock=clock), detector=None)
+    guard = Guard(
+        breaker=LoopBreaker(window=10, max_repeats=2, clock=clock), detector=None, mode="refuse"
+    )
     body = chat({"role": "user", "content": "hi"})
     decisions = [guard.check(body, RequestContext(session_id="a")) for _ in range(3)]
     assert [d.action for d in decisions] == ["forward", "forward", "refuse"]
@@ -242,7 +244,9 @@ def test_check_is_prepare_then_decide() -> None:
 
 
 def test_adecide_is_decide_for_asyncio() -> None:
-    guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), detector=None)
+    guard = Guard(
+        breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), detector=None, mode="refuse"
+    )
     prepared = guard.prepare(ask("again?"), RequestContext(session_id="s"))
     assert prepared is not None
 
@@ -266,7 +270,10 @@ def test_a_context_that_is_not_one_is_a_misuse_not_a_failure() -> None:
 
 def test_a_request_named_by_its_identity_is_counted_and_cached_under_it() -> None:
     guard = Guard(
-        breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), detector=None, cache=DedupCache()
+        breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0),
+        detector=None,
+        cache=DedupCache(),
+        mode="refuse",
     )
     context = RequestContext(path=CHAT, session_id="s")
     first = guard.prepare(ask("one"), context)
@@ -296,7 +303,7 @@ def test_a_request_named_by_its_identity_is_counted_and_cached_under_it() -> Non
 
 def test_the_decision_holds_the_loop_found() -> None:
     breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
-    guard = Guard(breaker=breaker, detector=None)
+    guard = Guard(breaker=breaker, detector=None, mode="refuse")
     body = ask("again?", user="u-1")
     guard.check(body)
     refused = guard.check(body)
@@ -312,7 +319,7 @@ def test_the_decision_holds_the_loop_found() -> None:
     assert refused.message is not None
     assert refused.message.startswith("Loop detected")
     found = None
-    detecting = Guard(breaker=None)
+    detecting = Guard(breaker=None, mode="refuse")
     for n in range(1, 10):
         found = detecting.check(chat(*stuck_turns(n)), RequestContext(path=CHAT))
         if found.refused:
@@ -354,7 +361,7 @@ def test_a_scanner_of_the_callers_without_a_message_gets_one() -> None:
 
             return Found()
 
-    decision = Guard(detector=Terse(), breaker=None).check(ask("hi"))
+    decision = Guard(detector=Terse(), breaker=None, mode="refuse").check(ask("hi"))
     assert decision.refused
     assert decision.message == "loopfuse: loop detected (my_signal)"
 

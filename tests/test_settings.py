@@ -357,3 +357,25 @@ def test_the_options_table_of_the_docs_lists_every_option_with_its_default() -> 
         assert row[0] == f"`{flag}`", option.name
         assert row[2].strip("`") == _shown(value_of(ScanSettings(), option)), option.name
         assert row[3].startswith(owner.get(option.group, "")), option.name
+
+
+def test_one_default_mode_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 29 §4: `Guard()` refused at the first loop while every other entry point
+    noted first; now each starts in warn, the measured default."""
+    from loopfuse.cli.config import Settings as ScanSettings
+    from loopfuse.cli.hook import HookSettings
+
+    empty = tmp_path / "loopfuse.toml"
+    empty.write_text("")
+    transport = GuardTransport(httpx2.MockTransport(lambda request: httpx2.Response(200)))
+    modes = {
+        "Guard()": Guard().mode,
+        "GuardSettings()": GuardSettings().mode,
+        "GuardTransport": transport.guard.mode,
+        "build_guard": load_settings(empty).build_guard().mode,
+        "scan": ScanSettings().guard.mode,
+        "hook": HookSettings().mode,
+    }
+    assert main(["demo", "--format", "json"]) == 0
+    modes["demo"] = json.loads(capsys.readouterr().out)["summary"]["mode"]
+    assert set(modes.values()) == {"warn"}, modes

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final, Unpack
 
 from loopfuse._clock import read_clock
 from loopfuse.errors import ConfigError, InvalidInputError, LoopfuseError
@@ -27,6 +27,9 @@ from loopfuse.loop import Loop
 from loopfuse.stores import AsyncBreakerStore, BreakerStore, StoreUnavailableError
 from loopfuse.stores.drive import StoreAccess, adrive, drive
 from loopfuse.stores.memory import DEFAULT_MAX_SESSIONS, MemoryBreakerStore
+
+if TYPE_CHECKING:
+    from loopfuse.overrides import BreakerOverrides
 
 __all__ = ["BreakerSettings", "LoopBreaker", "LoopBroken", "LoopDecision"]
 
@@ -220,7 +223,7 @@ class LoopBreaker:
         clock: Callable[[], float] = time.monotonic,
         store: BreakerStore | AsyncBreakerStore | None = None,
         on_event: EventCallback | None = None,
-        **overrides: object,
+        **overrides: Unpack[BreakerOverrides],
     ) -> None:
         self.settings: BreakerSettings = configured(
             "LoopBreaker", BreakerSettings, settings, overrides, "window=30, max_repeats=5"

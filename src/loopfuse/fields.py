@@ -34,6 +34,12 @@ the names the user wrote (a TOML key, a flag), so no caller rewrites a message.
 
 The kinds are small plain objects (``Integer``, ``Flag``, ``Names``, ``Pair``,
 ``Limits``, ``Seconds``, ``Choice``, ``Text``); a new one subclasses :class:`Kind`.
+
+Every number has an upper bound as well as a lower one, so that a value a check accepts
+is one the guards can run with (a count past ``sys.maxsize`` would load, then fail in a
+guard's constructor): a count (:class:`Integer`, :class:`Pair`, :class:`Limits`) is at
+most :data:`MAX_COUNT`, a number of seconds (:class:`Seconds`) at most
+:data:`MAX_SECONDS` (or ``inf``, where a kind takes *forever*).
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from typing import Any, Final, TypeVar
 from loopfuse.errors import ConfigError
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_SECONDS",
     "NO_OFF",
     "Choice",
     "Flag",
@@ -62,6 +70,7 @@ __all__ = [
     "Text",
     "check_fields",
     "configured",
+    "did_you_mean",
     "fields_of",
     "key_of",
     "keys_of",
@@ -85,6 +94,15 @@ class _NoOff:
 
 NO_OFF: Final = _NoOff()
 """:attr:`Setting.off` of a setting that has no off value."""
+
+MAX_COUNT: Final = 1_000_000_000
+"""The largest count any setting takes (a window, a number of strikes, a capacity, a
+per-tool cap): far past any useful one, and small enough for every container and store
+a guard sizes by it."""
+
+MAX_SECONDS: Final = 1_000_000_000.0
+"""The longest finite time any setting takes, in seconds (about 31 years); a setting that
+may last forever takes ``inf`` for that."""
 
 
 class SettingError(ConfigError):
@@ -162,11 +180,11 @@ class Kind:
 
 
 class Integer(Kind):
-    """An int ``>= minimum`` (anything with ``__index__``, such as a numpy integer, kept
-    as an ``int``; never a bool); with ``off``, also ``None`` (``none`` as text), or,
-    with ``zero_off``, ``0`` is the value that switches the setting off (a count of
-    ``0``: nothing is allowed, so nothing is counted). ``note`` is said after the range
-    in a message (why the range, how to switch off).
+    """An int from ``minimum`` to :data:`MAX_COUNT` (anything with ``__index__``, such as
+    a numpy integer, kept as an ``int``; never a bool); with ``off``, also ``None``
+    (``none`` as text), or, with ``zero_off``, ``0`` is the value that switches the
+    setting off (a count of ``0``: nothing is allowed, so nothing is counted). ``note``
+    is said after the range in a message (why the range, how to switch off).
 
     >>> Integer(off=True).parse(" 4 "), Integer(off=True).parse("none")
     (4, None)
@@ -176,6 +194,10 @@ class Integer(Kind):
     loopfuse.errors.ConfigError: must be an integer >= 1, got '0'
     >>> Integer(zero_off=True).off
     0
+    >>> Integer().parse(2**63)
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: must be an integer <= 1000000000, got 9223372036854775808
     """
 
     def __init__(
@@ -200,6 +222,10 @@ class Integer(Kind):
                 name,
                 got=value,
             )
+        if number > MAX_COUNT:
+            raise SettingError(
+                f"{{0}} must be an int <= {MAX_COUNT}, got {{got!r}}", name, got=value
+            )
         return value if type(value) is int else number
 
     def parse(self, raw: object) -> object:
@@ -211,6 +237,8 @@ class Integer(Kind):
             raise ConfigError(
                 f"must be an integer >= {self.minimum}{extra}{self.note}, got {raw!r}"
             )
+        if value > MAX_COUNT:
+            raise ConfigError(f"must be an integer <= {MAX_COUNT}, got {raw!r}")
         return value
 
 
@@ -313,8 +341,8 @@ class Names(Kind):
 
 
 class Pair(Kind):
-    """Two ints ``>= 1`` as a tuple (``10,12`` as text, ``[10, 12]`` in TOML); with
-    ``off``, also ``None``. The relation between them is the settings object's rule.
+    """Two ints from 1 to :data:`MAX_COUNT` as a tuple (``10,12`` as text, ``[10, 12]``
+    in TOML); with ``off``, also ``None``. The relation between them is the settings object's rule.
 
     >>> Pair(off=True).parse("10, 12"), Pair(off=True).parse([10, 12])
     ((10, 12), (10, 12))
@@ -340,6 +368,10 @@ class Pair(Kind):
                 name,
                 got=value,
             )
+        if max(value) > MAX_COUNT:
+            raise SettingError(
+                f"{{0}} must hold ints <= {MAX_COUNT}, got {{got!r}}", name, got=value
+            )
         return value
 
     def parse(self, raw: object) -> object:
@@ -350,12 +382,14 @@ class Pair(Kind):
         if len(pair) != 2 or any(value is None or value < 1 for value in pair):
             extra = " or none" if self.off is None else ""
             raise ConfigError(f"must be two integers >= 1 (e.g. 10,12){extra}, got {raw!r}")
+        if any(value is not None and value > MAX_COUNT for value in pair):
+            raise ConfigError(f"must be two integers <= {MAX_COUNT}, got {raw!r}")
         return pair
 
 
 class Limits(Kind):
-    """A mapping of name to an int ``>= 0``, kept as sorted ``(name, limit)`` pairs
-    (``None``: no limits). Text is ``name=N,...``; TOML, a table.
+    """A mapping of name to an int from 0 to :data:`MAX_COUNT`, kept as sorted ``(name,
+    limit)`` pairs (``None``: no limits). Text is ``name=N,...``; TOML, a table.
 
     >>> Limits().check({"x": 3, "deploy": 1}, "caps")
     (('deploy', 1), ('x', 3))
@@ -386,6 +420,10 @@ class Limits(Kind):
                 raise SettingError(
                     f"{{0}}[{key!r}] must be an int >= 0, got {{got!r}}", name, got=limit
                 )
+            if limit > MAX_COUNT:
+                raise SettingError(
+                    f"{{0}}[{key!r}] must be an int <= {MAX_COUNT}, got {{got!r}}", name, got=limit
+                )
         return tuple(sorted(dict(pairs).items()))
 
     def parse(self, raw: object) -> object:
@@ -403,14 +441,16 @@ class Limits(Kind):
             count = _integer(value)
             if not isinstance(entry, str) or not entry or count is None or count < 0:
                 raise ConfigError(f"must be NAME=N pairs with N >= 0 (e.g. deploy=1), got {raw!r}")
+            if count > MAX_COUNT:
+                raise ConfigError(f"must be NAME=N pairs with N <= {MAX_COUNT}, got {raw!r}")
             out[entry] = count
         return tuple(sorted(out.items()))
 
 
 class Seconds(Kind):
     """A number of seconds (any real number, or a ``timedelta``), kept as a float:
-    positive and finite; with ``zero``, also ``0``; with ``forever``, also ``math.inf``
-    (``inf`` as text).
+    positive and at most ``maximum`` (at most :data:`MAX_SECONDS`); with ``zero``, also
+    ``0``; with ``forever``, also ``math.inf`` (``inf`` as text).
 
     >>> Seconds().parse("2.5"), Seconds().check(30, "window")
     (2.5, 30.0)
@@ -421,13 +461,20 @@ class Seconds(Kind):
     Traceback (most recent call last):
         ...
     loopfuse.fields.SettingError: timeout must be a number of seconds >= 0, got -1
+    >>> Seconds().parse("1e300")
+    Traceback (most recent call last):
+        ...
+    loopfuse.errors.ConfigError: must be at most 1000000000 seconds, got '1e300'
     """
 
     metavar = "SECONDS"
 
-    def __init__(self, *, zero: bool = False, forever: bool = False) -> None:
+    def __init__(
+        self, *, zero: bool = False, forever: bool = False, maximum: float = MAX_SECONDS
+    ) -> None:
         self.zero = zero
         self.forever = forever
+        self.maximum = float(min(maximum, MAX_SECONDS))
         what = "a number of seconds >= 0" if zero else "a positive number of seconds"
         self.what = what + (" (inf: forever)" if forever else "")
 
@@ -435,18 +482,32 @@ class Seconds(Kind):
         seconds = _seconds(value)
         if seconds is None or not self._fits(seconds):
             raise SettingError(f"{{0}} must be {self.what}, got {{got!r}}", name, got=value)
+        if self._too_long(seconds):
+            raise SettingError(f"{{0}} {self.too_long}, got {{got!r}}", name, got=value)
         return seconds
 
     def parse(self, raw: object) -> object:
         seconds = _number(raw)
         if seconds is None or not self._fits(seconds):
             raise ConfigError(f"must be {self.what}, got {raw!r}")
+        if self._too_long(seconds):
+            raise ConfigError(f"{self.too_long}, got {raw!r}")
         return seconds
+
+    @property
+    def too_long(self) -> str:
+        """The message of a finite time past :data:`MAX_SECONDS`."""
+        forever = " (or inf: forever)" if self.forever else ""
+        most = int(self.maximum) if self.maximum.is_integer() else self.maximum
+        return f"must be at most {most} seconds{forever}"
 
     def _fits(self, seconds: float) -> bool:
         if math.isnan(seconds) or (math.isinf(seconds) and not self.forever):
             return False
         return seconds >= 0 if self.zero else seconds > 0
+
+    def _too_long(self, seconds: float) -> bool:
+        return self.maximum < seconds < math.inf
 
 
 class Choice(Kind):
@@ -680,12 +741,22 @@ def replace(obj: _T, changes: Mapping[str, object]) -> _T:
     names = {declared.name for declared in fields_of(type(obj))}
     for name in changes:
         if name not in names:
-            import difflib  # here: only a mistake pays for it
-
-            close = difflib.get_close_matches(name, sorted(names), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            hint = did_you_mean(name, names)
             raise SettingError(f"{type(obj).__name__} has no setting {{0}}{hint}", name)
     return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)``, X the name in ``known`` closest to ``name``, or ``""``:
+    the hint every unknown setting gets, from Python, a flag or a file.
+
+    >>> did_you_mean("max_strike", ["max_strikes", "window"])
+    ' (did you mean max_strikes?)'
+    """
+    import difflib  # here: only a mistake pays for it
+
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def configured(

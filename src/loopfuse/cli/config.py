@@ -3,7 +3,9 @@
 Every option has one name. On the command line it is ``--name-with-dashes``; in a TOML
 file (``--config FILE``) it is ``name_with_underscores`` (dashes are accepted too), at the
 top level, in a ``[loopfuse]`` table, or in ``[tool.loopfuse]`` (so ``pyproject.toml``
-works). Flags override the file; the file overrides the defaults. The guards' options are
+works); the scan's own options may also be in a ``[scan]`` table (see
+:data:`loopfuse.settings.SECTIONS`). Flags override the file; the file overrides the
+defaults. The guards' options are
 their settings' fields, read as :func:`loopfuse.load_settings` reads the same file for
 production (:class:`Settings` is a :class:`loopfuse.Settings` with the scan's own options
 besides); the scan's own are declared the same way, below.
@@ -119,7 +121,8 @@ def apply(values: Mapping[str, object], base: Settings, source: str) -> Settings
 
     ``source`` names where the values came from, for error messages (a file name, or
     ``"flags"``, in which case errors name the flag). Unknown keys raise ``ConfigError``;
-    a ``[hook]`` table is ``loopfuse hook``'s (one file serves both) and is skipped. Each
+    a ``[hook]`` table is ``loopfuse hook``'s (one file serves both): checked, and left
+    to the hook. Each
     guard's values are checked together, as its settings: a value they refuse is an
     error naming the keys (see :meth:`loopfuse.Settings.updated`).
     """

@@ -14,7 +14,6 @@ import textwrap
 from dataclasses import dataclass
 from typing import Final, TextIO
 
-from loopfuse import GuardSettings
 from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_source
 from loopfuse.cli.html import render_html
@@ -66,9 +65,10 @@ _NAMES: Final = {"breaker": "LoopBreaker", "detector": "LoopDetector", "dedup": 
 
 
 def results(settings: Settings | None = None) -> list[FileResult]:
-    """Replay every bundled example with ``settings`` (default: the guards' defaults, in
-    ``refuse`` mode: the demo shows each loop stopped where it is found)."""
-    settings = settings or Settings(guard=GuardSettings(mode="refuse"))
+    """Replay every bundled example with ``settings`` (default: ``loopfuse scan``'s, so
+    that the demo and a scan of the same files say the same: the one default mode,
+    ``warn``, a note first and a refusal when the loop goes on)."""
+    settings = settings or Settings()
     package = importlib.resources.files("loopfuse.examples")
     out = []
     for example in EXAMPLES:
@@ -101,7 +101,7 @@ def _verdict(example: Example, result: FileResult) -> tuple[bool, str]:
 
 def run(stdout: TextIO, style: Style, output_format: str = "text", width: int = 80) -> int:
     """Run the demo, write the report (and, as text, the explanation); 0 if as expected."""
-    settings = Settings(guard=GuardSettings(mode="refuse"))  # each loop stopped where found
+    settings = Settings()  # loopfuse scan's: the demo says what a scan of its files says
     found = results(settings)
     summary = Summary.of(found, [], settings.guards, mode=settings.guard.mode)
     checks = [_verdict(example, result) for example, result in zip(EXAMPLES, found, strict=True)]

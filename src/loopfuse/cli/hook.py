@@ -182,27 +182,30 @@ def _detector_option(name: str) -> Option | None:
     return next((option for option in detector_options() if option.name == name), None)
 
 
-def settings_of(flags: Mapping[str, str | bool], env: Mapping[str, str]) -> HookSettings:
+def settings_of(
+    flags: Mapping[str, str | bool], env: Mapping[str, str], state: str | None = None
+) -> HookSettings:
     """The settings: defaults, then the TOML file (``--config`` or ``$LOOPFUSE_CONFIG``:
-    the detector keys ``loopfuse scan`` reads and a ``[hook]`` table), then the flags."""
+    the detector keys and ``mode`` ``loopfuse scan`` reads, and a ``[hook]`` table, whose
+    ``mode`` wins), then the flags. The whole file is checked as
+    :func:`loopfuse.load_settings` checks it, once per version of the file (remembered
+    in the state folder ``state``: :mod:`~loopfuse.cli.hook_config`)."""
     values: dict[str, object] = {}
     hook: dict[str, object] = {}
     config = flags.get("config") or env.get("LOOPFUSE_CONFIG")
     if isinstance(config, str) and config:
-        from pathlib import Path  # only with a settings file: pathlib costs a hook's start
+        from loopfuse.cli.hook_config import checked_table, hook_options  # with a file only
 
-        from loopfuse._settings_file import load_toml
-
-        table = load_toml(Path(config))
+        table = checked_table(config, state)
         for key, raw in table.items():
             name = key.replace("-", "_")
             if name == "hook" and isinstance(raw, dict):
-                hook = {str(k).replace("-", "_"): v for k, v in raw.items()}
-            elif _detector_option(name) is not None:  # other keys are loopfuse scan's
+                read = hook_options(raw, config)  # each value as every entry point reads it
+                hook.update((k, getattr(read, k)) for k in (str(k).replace("-", "_") for k in raw))
+            elif name == "mode":  # the file's mode, the hook's unless [hook] says another
+                hook.setdefault("mode", raw)
+            elif _detector_option(name) is not None:  # other keys are the other guards'
                 values[name] = _parsed(name, raw, config)
-        unknown = sorted(set(hook) - set(_HOOK_KEYS))
-        if unknown:
-            raise ConfigError(f"{config}: unknown key hook.{unknown[0]}")
     for name, flag in flags.items():
         if name in _HOOK_KEYS:
             hook[name] = flag
@@ -316,7 +319,7 @@ def handle(
         given = flags.get("state_dir")
         if isinstance(given, str):
             root = state_root(given, env)
-        settings = settings_of(flags, env)
+        settings = settings_of(flags, env, root)
         if settings.state_dir:
             root = state_root(settings.state_dir, env)
         if env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no"):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BATCH_EVENTS, BEFORE_EVENTS, TURN_EVENTS
+from loopfuse.errors import ConfigError
 
 __all__ = ["InitError", "hook_command", "install", "main", "settings_path", "uninstall"]
 
@@ -256,6 +257,10 @@ def main(
         if args.end_session:
             flags.append("--end-session")
         if args.config:
+            if not args.remove:  # checked as every entry point checks it, before any write
+                from loopfuse.settings import load_settings
+
+                load_settings(args.config)
             flags += ["--config", str(Path(args.config).absolute())]
         command = hook_command(args.agent, flags, executable)
         if args.remove:
@@ -281,7 +286,7 @@ def main(
             out.write("".join(lines))
             return 0
         backup = _write(path, text, old)
-    except (InitError, OSError) as exc:
+    except (InitError, OSError, ConfigError) as exc:
         err.write(f"loopfuse init: error: {exc}\n")
         return 2
     verb = "removed from" if args.remove else "installed in"

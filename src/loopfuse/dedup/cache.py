@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, TypeVar, Unpack, cast
 
 from loopfuse.dedup import _shared, singleflight
 from loopfuse.dedup._core import MISSING, CacheCore, check_key
@@ -50,6 +50,9 @@ from loopfuse.errors import InvalidInputError
 from loopfuse.events import EventAction, EventCallback, EventSink, GuardEvent
 from loopfuse.fields import configured
 from loopfuse.stores import AsyncCacheStore, CacheStore, StoredEntry
+
+if TYPE_CHECKING:
+    from loopfuse.overrides import CacheOverrides
 
 __all__ = ["DedupCache"]
 
@@ -105,7 +108,7 @@ class DedupCache(Generic[V]):
         clock: Callable[[], float] = time.monotonic,
         store: CacheStore | AsyncCacheStore | None = None,
         on_event: EventCallback | None = None,
-        **overrides: object,
+        **overrides: Unpack[CacheOverrides],
     ) -> None:
         checked = configured(
             "DedupCache", CacheSettings, settings, overrides, "capacity=1024, default_ttl=60.0"

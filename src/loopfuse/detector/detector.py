@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from loopfuse._api import deprecated
 from loopfuse.detector.core import RunCore
@@ -30,6 +30,7 @@ from loopfuse.fields import configured
 
 if TYPE_CHECKING:
     from loopfuse.detector.replay import Verdict
+    from loopfuse.overrides import DetectorOverrides
 
 __all__ = ["LoopDetector"]
 
@@ -71,7 +72,9 @@ class LoopDetector:
     1
     """
 
-    def __init__(self, settings: DetectorSettings | None = None, **overrides: object) -> None:
+    def __init__(
+        self, settings: DetectorSettings | None = None, **overrides: Unpack[DetectorOverrides]
+    ) -> None:
         self.settings: DetectorSettings = configured(
             "LoopDetector", DetectorSettings, settings, overrides, "max_strikes=2", default_settings
         )

@@ -34,7 +34,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, Protocol, TypedDict, get_args, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    Protocol,
+    TypedDict,
+    Unpack,
+    get_args,
+    runtime_checkable,
+)
 
 from loopfuse._api import deprecated
 from loopfuse.breaker import LoopBreaker, LoopDecision
@@ -49,6 +59,9 @@ from loopfuse.guard.request import NO_CONTEXT, PreparedRequest, RequestContext
 from loopfuse.intent.dialect import Dialect, add_note, dialect_for
 from loopfuse.intent.openai_chat import OPENAI_CHAT
 from loopfuse.loop import HoldsLoop, Loop
+
+if TYPE_CHECKING:
+    from loopfuse.overrides import GuardOverrides
 
 __all__ = [
     "DEFAULT",
@@ -205,10 +218,10 @@ class GuardSettings:
     """
 
     mode: Mode = setting(  # noqa: RUF009 (a field, as every setting(); ruff knows str, not Mode)
-        "refuse",
+        "warn",
         Choice(MODES),
-        "what a loop gets: refuse it; warn: a note first, a refusal when the loop goes on "
-        "(the integrations' default); note: a note every time",
+        "what a loop gets: warn: a note first, a refusal when the loop goes on (the default, "
+        "everywhere); refuse it at once; note: a note every time",
     )
     cache_streams: bool = setting(False, Flag(), "cache streamed answers too")
     cache_sampled: bool = setting(
@@ -260,10 +273,11 @@ class Guard:
     ``Guard(settings, mode="warn")`` one of ``settings``; an unknown or refused setting is
     a :class:`~loopfuse.errors.ConfigError` naming it):
 
-    - ``mode``: ``"refuse"`` a looping request (the default); forward it with a
-      ``"note"`` for the model; or ``"warn"``: note it the first time, refuse it when
-      the same loop (same session, kind and signature) goes on after the note in the
-      conversation the note was written into (known by its tool calls' provider ids).
+    - ``mode``: ``"warn"`` (the default, as in every integration, ``loopfuse scan`` and
+      ``loopfuse hook``): note a looping request the first time, refuse it when the same
+      loop (same session, kind and signature) goes on after the note in the conversation
+      the note was written into (known by its tool calls' provider ids); ``"refuse"`` it
+      at once; or forward it with a ``"note"`` for the model, every time.
     - ``cache_streams``: cache streamed answers too (``stream: true``).
     - ``cache_sampled``: serve sampled requests (temperature above 0, no seed) from the
       cache too. Off by default: a caller asking for randomness gets a fresh sample.
@@ -296,7 +310,7 @@ class Guard:
     documented fallback, counted in :attr:`input_fallbacks`.
 
     >>> from loopfuse import LoopBreaker, RequestContext
-    >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+    >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), mode="refuse")
     >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
     >>> guard.check(body, RequestContext(session_id="s")).action
     'forward'
@@ -316,7 +330,7 @@ class Guard:
         cache: DedupCache[Any] | None = None,
         on_event: EventCallback | None = None,
         clock: Callable[[], float] | None = None,
-        **overrides: object,
+        **overrides: Unpack[GuardOverrides],
     ) -> None:
         self.settings: GuardSettings = configured(
             "Guard", GuardSettings, settings, overrides, "mode='warn'"
@@ -403,7 +417,7 @@ class Guard:
 
         >>> import asyncio
         >>> from loopfuse import LoopBreaker, RequestContext
-        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), mode="refuse")
         >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
         >>> asked = RequestContext(session_id="s")
         >>> [asyncio.run(guard.acheck(body, asked)).action for _ in range(2)]
@@ -452,7 +466,7 @@ class Guard:
         <loopfuse.guard.request.PreparedRequest.named>`.
 
         >>> from loopfuse import LoopBreaker
-        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0))
+        >>> guard = Guard(breaker=LoopBreaker(max_repeats=1, clock=lambda: 0.0), mode="refuse")
         >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "again?"}]}'
         >>> prepared = guard.prepare(body, RequestContext(session_id="s"))
         >>> [guard.decide(prepared).action for _ in range(2)]

@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     group = parser.add_argument_group("detector (as in loopfuse scan)")
     for option in detector_options():
         if option.kind.switch:
-            group.add_argument(option.flag, action=argparse.BooleanOptionalAction)
+            group.add_argument(option.flag, action=argparse.BooleanOptionalAction, help=option.help)
         else:
             group.add_argument(option.flag, metavar="VALUE", help=option.help)
     return parser
@@ -253,6 +253,9 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     if argv is not None and any(a in ("-h", "--help") for a in argv):
         build_parser().print_help()
         return 0
+    if _typed_at_a_terminal():
+        sys.stderr.write(AT_A_TERMINAL)
+        return 2
     try:
         raw = sys.stdin.buffer.read()
     except (OSError, ValueError):
@@ -267,6 +270,25 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
         except (OSError, ValueError):
             pass
     return status
+
+
+AT_A_TERMINAL: Final = (
+    "loopfuse hook: error: Claude Code, Codex and Gemini CLI run this at each tool call, "
+    "with the call's event (JSON) on stdin; it is not typed at a terminal.\n"
+    "To install it: loopfuse init --agent claude-code|codex|gemini "
+    "(loopfuse hook --help says more)\n"
+)
+"""What ``loopfuse hook`` says, on stderr, when a person types it at a terminal."""
+
+
+def _typed_at_a_terminal() -> bool:
+    """Whether stdin is a terminal: a person typed ``loopfuse hook``, and reading stdin
+    would wait for input that never comes. Every CLI writes the event to the hook's stdin
+    through a pipe, so a CLI never meets this (and its usage status 2)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin, or a closed one: not a terminal
+        return False
 
 
 MAX_START_LAG: Final = 5.0

@@ -558,7 +558,8 @@ def _on_loop(
     if settings.mode == "note" or (settings.mode == "warn" and key not in state.noted):
         state.noted[key] = now
         return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
-    message = f"[loopfuse] {_refusal_text(found, batches)}"
+    refusal, count = _refusal_text(found, batches)
+    message = f"[loopfuse] {refusal}"
     if settings.mode == "warn":
         message = f"{message} {_IGNORED_NOTE}"
     action = "deny"
@@ -566,23 +567,26 @@ def _on_loop(
         action = "end"
         message = f"{message} {_ENDED}"
     state.refused[key] = now
-    logged = f"call refused ({found.kind}, {found.count}x): {event.tool_name}"
+    # The log counts what the model's message counts (see _refusal_text).
+    logged = f"call refused ({found.kind}, {count}x): {event.tool_name}"
     if action == "end":
-        logged = f"session ended ({found.kind}, {found.count}x): {event.tool_name}"
+        logged = f"session ended ({found.kind}, {count}x): {event.tool_name}"
         if event.agent == "codex":
             action = "deny"
             logged = f"{logged.replace('session ended', 'call refused')}; Codex cannot be ended"
     return action, message, logged
 
 
-def _refusal_text(found: LoopDetected, batches: list[list[list[object]]]) -> str:
-    """The detector's message for a refused batch, saying how many identical calls ran.
+def _refusal_text(found: LoopDetected, batches: list[list[list[object]]]) -> tuple[str, int]:
+    """The detector's message for a refused batch, saying how many identical calls ran,
+    and that count (``hook.log`` gives the same one).
 
     A repeat's ``count`` is the batches asked for in a row, this one included, and
     refused ones too (a refused batch counts, so that asking again stays refused); none
     of those ran. The model is told the ones that did: ``count`` less this one and the
     refused ones just before it (a refused batch is always the newest of its streak)."""
     text = found.message
+    count = found.count
     if found.kind == "repeat":
         refused_before = 0
         for batch in reversed(batches):
@@ -593,7 +597,8 @@ def _refusal_text(found: LoopDetected, batches: list[list[list[object]]]) -> str
         said = f" the same arguments {found.count} times in a row"
         if ran >= 1 and said in text:
             text = text.replace(said, f" the same arguments {ran} times in a row", 1)
-    return f"{text} This call was refused: it did not run."
+            count = ran
+    return f"{text} This call was refused: it did not run.", count
 
 
 def batch_key(batch: list[list[object]]) -> str:

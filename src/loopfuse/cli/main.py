@@ -34,6 +34,7 @@ from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.escape import printable
 from loopfuse.cli.html import render_html
 from loopfuse.cli.markdown import render_markdown
+from loopfuse.cli.names import scanned_folder
 from loopfuse.cli.progress import Progress
 from loopfuse.cli.readers import STDIN, InputError, collect, read_path, read_stdin
 from loopfuse.cli.report import Style, render_json, render_text
@@ -256,6 +257,17 @@ def _agent_targets(agents: Sequence[str]) -> list[Path | InputError]:
     return targets
 
 
+def _agent_folders(agents: Sequence[str]) -> list[str]:
+    """The folders where the CLIs named in ``agents`` keep their sessions (with ``all``,
+    those of the CLIs that have one)."""
+    every = tuple(agents) == ("all",)
+    roots = [
+        root for agent in (AGENTS if every else agents) for root in sessions_folder(agent).roots
+    ]
+    kept = [root for root in roots if root.is_dir()] if every else roots
+    return [str(root) for root in kept or roots]
+
+
 def run_scan(
     paths: Sequence[str],
     settings: Settings,
@@ -304,15 +316,20 @@ def run_scan(
     summary = Summary.of(
         results, errors, settings.guards, settings.price_per_mtok, mode=settings.guard.mode
     )
+    if agents:
+        folder = scanned_folder(_agent_folders(agents), is_dir=lambda _: True)
+    else:
+        folder = scanned_folder(paths)
     if settings.format == "json":
-        output = render_json(results, errors, summary, settings, problems)
+        output = render_json(results, errors, summary, settings, problems, folder)
     elif settings.format == "markdown":
-        output = render_markdown(results, errors, summary, problems)
+        output = render_markdown(results, errors, summary, problems, folder)
     elif settings.format == "html":
-        output = render_html(results, errors, summary, problems)
+        output = render_html(results, errors, summary, problems, folder)
     else:
         style = _style(settings.color, stdout)
-        output = render_text(results, errors, summary, style, _width(stdout), settings.verbose)
+        width = _width(stdout)
+        output = render_text(results, errors, summary, style, width, settings.verbose, folder)
     _emit(stdout, output.rstrip("\n") + "\n")
     if summary.found:
         return 1

@@ -142,7 +142,10 @@ def judge(name: str, data: bytes, settings: dict[str, Settings]) -> dict[str, Ou
 
 
 def _outcome(results: list[FileResult], problems: list[str]) -> Outcome:
-    outcome = Outcome("ok" if results else "empty", problems=list(problems), runs=len(results))
+    # scan counts a transcript with no conversation as a file scanned (a result with no
+    # request): for the evaluation it is empty, never a clean session.
+    read = "ok" if any(result.requests for result in results) else "empty"
+    outcome = Outcome(read, problems=list(problems), runs=len(results))
     for result in results:
         outcome.turns += result.requests
         outcome.calls += result.tool_calls

@@ -383,3 +383,166 @@ def gemini_session(
         {"id": "note", "timestamp": _time(len(turns) + 1), "type": "info", "content": "Saved."}
     )
     return lines
+
+
+# --- GitHub Copilot CLI ---------------------------------------------------------------------
+
+
+def copilot_session(session: str, turns: Sequence[Turn]) -> list[dict[str, Any]]:
+    """A Copilot CLI ``events.jsonl``: ``session.start``, a prompt; per turn an
+    ``assistant.message`` asking for a ``bash`` call, the call's start and completion
+    (``success: false`` with an ``error`` when ``failed``, as the CLI records a failed
+    call; a non-zero exit is a success with its output); hooks around; "Done."."""
+    lines: list[dict[str, Any]] = []
+
+    def event(kind: str, data: dict[str, Any]) -> None:
+        parent = lines[-1]["id"] if lines else None
+        number = len(lines)
+        lines.append(
+            {
+                "type": kind,
+                "data": data,
+                "id": f"e{number:04d}",
+                "timestamp": _time(number),
+                "parentId": parent,
+            }
+        )
+
+    event(
+        "session.start",
+        {
+            "sessionId": session,
+            "version": 1,
+            "producer": "copilot-agent",
+            "copilotVersion": "1.0.102",
+            "startTime": "2026-12-01T22:31:05.000Z",
+            "context": {"cwd": "/home/dev/projects/p4", "branch": "main"},
+        },
+    )
+    event("session.model_change", {"newModel": "model-x"})
+    event("system.message", {"role": "system", "content": "You are a coding agent."})
+    event("user.message", {"content": "Build it", "attachments": []})
+    for k, turn in enumerate(turns):
+        call = f"toolu_{k:04d}"
+        event("assistant.turn_start", {"turnId": str(k)})
+        request = {
+            "toolCallId": call,
+            "name": "bash",
+            "type": "function",
+            "arguments": {"command": turn.command, "description": "Run it"},
+        }
+        event(
+            "assistant.message",
+            {
+                "messageId": f"m{k}",
+                "model": "model-x",
+                "content": "",
+                "toolRequests": [request],
+                "outputTokens": 20,
+            },
+        )
+        event("hook.start", {"hookType": "preToolUse"})
+        event(
+            "tool.execution_start",
+            {
+                "toolCallId": call,
+                "toolName": "bash",
+                "arguments": request["arguments"],
+                "turnId": str(k),
+            },
+        )
+        event("hook.end", {"hookType": "preToolUse"})
+        done: dict[str, Any] = {"toolCallId": call, "turnId": str(k), "success": not turn.failed}
+        if turn.failed:
+            done["error"] = {"message": turn.answer, "code": "failure"}
+        else:
+            done["result"] = {"content": turn.answer, "detailedContent": turn.answer}
+        event("tool.execution_complete", done)
+        event("assistant.turn_end", {"turnId": str(k)})
+    event(
+        "assistant.message",
+        {"messageId": "last", "model": "model-x", "content": "Done.", "toolRequests": []},
+    )
+    event("session.shutdown", {})
+    return lines
+
+
+# --- OpenCode ----------------------------------------------------------------------------
+
+
+def opencode_export(session: str, turns: Sequence[Turn]) -> dict[str, Any]:
+    """What ``opencode export`` prints: the session's ``info`` and its ``messages``, each
+    ``{"info", "parts"}``; the assistant's one message holds every step (``step-start``,
+    a ``bash`` tool part, ``step-finish`` with its tokens), a failed call's state
+    ``status: "error"``; then "Done."."""
+    start = 1_796_163_600_000  # 2026-12-01T22:20:00Z, in milliseconds
+    asked, answer = f"msg_{session}_u", f"msg_{session}_a"
+
+    def part(message: str, number: int, **fields: Any) -> dict[str, Any]:
+        return {
+            "id": f"prt_{message}_{number:03d}",
+            "sessionID": session,
+            "messageID": message,
+            **fields,
+        }
+
+    tokens = {"input": 50, "output": 20, "reasoning": 0, "cache": {"read": 100, "write": 0}}
+    parts: list[dict[str, Any]] = []
+    for k, turn in enumerate(turns):
+        parts.append(part(answer, len(parts), type="step-start"))
+        state: dict[str, Any] = {
+            "input": {"command": turn.command, "description": "Run it"},
+            "time": {"start": start + k, "end": start + k + 1},
+        }
+        if turn.failed:
+            state.update(status="error", error=turn.answer)
+        else:
+            state.update(status="completed", output=turn.answer, title=turn.command, metadata={})
+        parts.append(
+            part(answer, len(parts), type="tool", callID=f"call_{k:04d}", tool="bash", state=state)
+        )
+        parts.append(
+            part(answer, len(parts), type="step-finish", reason="tool-calls", cost=0, tokens=tokens)
+        )
+    parts.append(part(answer, len(parts), type="step-start"))
+    parts.append(part(answer, len(parts), type="text", text="Done."))
+    parts.append(part(answer, len(parts), type="step-finish", reason="stop", cost=0, tokens=tokens))
+    return {
+        "info": {
+            "id": session,
+            "slug": "quiet-river",
+            "projectID": "p1",
+            "directory": "/home/dev/projects/o5",
+            "title": "Build it",
+            "version": "1.18.33",
+            "time": {"created": start, "updated": start + 60_000},
+        },
+        "messages": [
+            {
+                "info": {
+                    "id": asked,
+                    "sessionID": session,
+                    "role": "user",
+                    "time": {"created": start},
+                    "agent": "build",
+                },
+                "parts": [part(asked, 0, type="text", text="Build it")],
+            },
+            {
+                "info": {
+                    "id": answer,
+                    "sessionID": session,
+                    "role": "assistant",
+                    "time": {"created": start + 1},
+                    "parentID": asked,
+                    "modelID": "model-y",
+                    "providerID": "local",
+                    "mode": "build",
+                    "cost": 0,
+                    "tokens": tokens,
+                },
+                "parts": parts,
+            },
+        ],
+        "todos": [],
+    }

@@ -25,7 +25,7 @@ from agent_transcripts import (
     write_lines,
 )
 from hostile import json_values
-from loopfuse.cli.agent_sessions import AgentSession, agent_of, read_runs, sessions_folder
+from loopfuse.cli.agent_sessions import AGENTS, AgentSession, agent_of, read_runs, sessions_folder
 from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.main import main
@@ -353,7 +353,13 @@ def test_agent_finds_every_cli_s_sessions_where_it_keeps_them(
     write_lines(home / ".codex" / "sessions" / "history.jsonl", [{"session_id": "x", "text": "hi"}])
     write_lines(home / ".gemini" / "tmp" / "g2" / "logs.json", [[{"sessionId": "x"}]])
     monkeypatch.setenv("HOME", str(home))
-    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"):
+    for name in (
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "COPILOT_HOME",
+        "XDG_DATA_HOME",
+    ):
         monkeypatch.delenv(name, raising=False)
     code, report, err = scan(capsys, "--agent", "claude-code,codex,gemini")
     assert (code, err) == (1, "")
@@ -371,7 +377,7 @@ def test_agent_finds_every_cli_s_sessions_where_it_keeps_them(
     assert [run["meta"]["agent"] for run in report["files"]] == ["claude-code"]
     shutil.rmtree(home / ".claude")
     assert main(["scan", "--agent", "all"]) == 2
-    assert len(capsys.readouterr().err.splitlines()) == 3  # where each CLI was looked for
+    assert len(capsys.readouterr().err.splitlines()) == len(AGENTS)  # where each looked
 
 
 def test_agent_folders_follow_the_variables_that_move_them(
@@ -416,14 +422,14 @@ def test_a_missing_folder_is_a_clear_message(
     ]
     (tmp_path / "nowhere" / "sessions").mkdir(parents=True)
     assert main(["scan", "--agent", "codex", "--no-progress"]) == 2
-    assert "holds no codex transcripts" in capsys.readouterr().err
+    assert "no codex transcripts where it keeps them" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
         ([], "the following arguments are required: PATH (or --agent NAME)"),
-        (["--agent", "cursor"], "unknown CLI cursor; one of claude-code, codex, gemini, all"),
+        (["--agent", "cursor"], "unknown CLI cursor; one of claude-code, codex, gemini, copilot"),
         (["--agent", "codex", "runs/"], "--agent finds the CLI's transcripts itself"),
     ],
 )

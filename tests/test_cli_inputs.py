@@ -82,7 +82,9 @@ def test_unusable_file_is_one_line_exit_2(
     code, out, err = run(capsys, "scan", str(path))
     assert code == 2
     assert_one_error(err, str(path), problem)
-    assert "0 clean, 0 flagged, 1 unreadable" in out
+    # JSON of a shape no reader knows is read, not understood: never clean (#27 §4).
+    unread = "1 not understood" if problem.startswith("JSON, but") else "1 unreadable"
+    assert f"0 clean, 0 flagged, {unread}" in out
 
 
 @pytest.mark.parametrize(
@@ -114,7 +116,7 @@ def test_missing_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     code, out, err = run(capsys, "scan", str(missing))
     assert code == 2
     assert_one_error(err, str(missing), "no such file or folder")
-    assert "1 unreadable" in out
+    assert out == ""  # nothing was scanned: no all-zero report (#29 §7)
 
 
 def test_not_a_regular_file(capsys: pytest.CaptureFixture[str]) -> None:

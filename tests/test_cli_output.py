@@ -141,7 +141,11 @@ def test_progress_for_one_long_file(
     monkeypatch.setattr("sys.stderr", tty)
     assert main(["scan", str(path)]) == 1
     drawn = tty.getvalue().split("\r")
-    assert any("1/1 50% " in frame for frame in drawn)
+    # Files and bytes, each a figure that says what it counts (#29 §7: "1/1 50%" was the
+    # share of the current file, read as the scan's).
+    size = path.stat().st_size
+    halfway = f"1/1 files, {size // 2 / 1000:.1f}/{size / 1000:.1f} kB"
+    assert any(halfway in frame for frame in drawn), drawn
     assert all(len(frame) <= 80 for frame in drawn)
     assert tty.getvalue().endswith("\r")  # erased at the end
     tty = TTY()
@@ -157,7 +161,11 @@ def test_json_report(files: list[str], capsys: pytest.CaptureFixture[str]) -> No
     report = json.loads(captured.out)
     assert [f["name"] for f in report["files"]] == files
     assert report["errors"] == [
-        {"file": str(Path(files[0]).parent / "missing.json"), "problem": "no such file or folder"}
+        {
+            "file": str(Path(files[0]).parent / "missing.json"),
+            "problem": "no such file or folder",
+            "kind": "unreadable",
+        }
     ]
     assert report["settings"]["max_strikes"] == 3
     first = report["files"][0]
@@ -167,8 +175,8 @@ def test_json_report(files: list[str], capsys: pytest.CaptureFixture[str]) -> No
     assert first["findings"][0]["guard"] == "detector"
     assert first["findings"][0]["spans"][-1]["kind"] == "repeat"
     summary = report["summary"]
-    assert summary["files"] == 5
-    assert summary["errors"] == 1
+    # A missing path is listed in "errors" but is not a file scanned (#29 §7).
+    assert (summary["files"], summary["errors"], len(report["errors"])) == (4, 0, 1)
     assert summary["found"] is True
     assert summary["outcomes"] == {"failed": [2, 2]}
     assert summary["spared_requests"] == sum(f["spared_requests"] for f in report["files"])

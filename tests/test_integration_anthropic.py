@@ -16,7 +16,11 @@ anthropic = pytest.importorskip("anthropic", reason="the anthropic extra is not 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
 from loopfuse import DedupCache, LoopBreaker  # noqa: E402
-from loopfuse.integrations.httpx import AsyncGuardTransport, GuardTransport  # noqa: E402
+from loopfuse.integrations.httpx import (  # noqa: E402
+    AsyncGuardTransport,
+    GuardTransport,
+    guard_client,
+)
 
 MODEL = "claude-test"  # not a real model: no deprecation warning, ever
 
@@ -214,3 +218,54 @@ def test_the_breaker_and_the_async_client() -> None:
         await client.close()
 
     asyncio.run(main())
+
+
+# --- guard_client: the one line ------------------------------------------------------
+
+
+def test_guard_client_guards_the_anthropic_client_you_made_in_one_line() -> None:
+    upstream = Upstream(tool_use=True)
+    made = anthropic.Anthropic(api_key="sk-ant-test", max_retries=2)
+    client = guard_client(made, transport=httpx2.MockTransport(upstream), breaker=None)
+    assert isinstance(client, anthropic.Anthropic)
+    assert (client.api_key, client.max_retries) == ("sk-ant-test", 2)
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        run_stuck_agent(client, [{"role": "user", "content": "Fix the build."}])
+    assert caught.value.status_code == 400
+    assert caught.value.response.headers["x-loopfuse-refused"] == "repeat"
+    # The default mode warns first: the request before the refusal carried the note.
+    assert "[loopfuse]" in json.dumps(upstream.bodies[-1]["messages"][-1])
+
+
+def test_guard_client_guards_an_async_anthropic_client() -> None:
+    upstream = Upstream(tool_use=True)
+    made = anthropic.AsyncAnthropic(api_key="sk-ant-test", max_retries=2)
+    client = guard_client(made, transport=httpx2.MockTransport(upstream), breaker=None)
+    assert isinstance(client, anthropic.AsyncAnthropic)
+
+    async def agent() -> None:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+        for _ in range(20):
+            message = await client.messages.create(model=MODEL, max_tokens=256, messages=messages)
+            messages += tool_turn(message)
+
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        asyncio.run(agent())
+    assert caught.value.response.headers["x-loopfuse-refused"] == "repeat"
+
+
+def test_guard_client_builds_what_the_anthropic_sdk_accepts() -> None:
+    """The SDK refuses an ``httpx`` transport in its default client; the guarded client is
+    made with its own library, so it is accepted (and a cache answers the repeat)."""
+    upstream = Upstream()
+    client = guard_client(
+        anthropic.Anthropic(api_key="sk-ant-test"),
+        transport=httpx2.MockTransport(upstream),
+        cache=DedupCache(capacity=4),
+    )
+    for _ in range(2):
+        answer = client.messages.with_raw_response.create(
+            model=MODEL, max_tokens=64, messages=QUESTION
+        )
+    assert answer.headers["x-loopfuse-cache"] == "hit"
+    assert len(upstream.bodies) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ from loopfuse import (
 from loopfuse.guard import DEFAULT
 from loopfuse.guard.guard import build_guard
 from loopfuse.integrations import MissingExtraError
-from loopfuse.integrations._extras import require
+from loopfuse.integrations._extras import install_command, require
 from loopfuse.intent.anthropic import ANTHROPIC
 from loopfuse.intent.openai_chat import OPENAI_CHAT
 
@@ -201,7 +202,7 @@ def test_configuration_errors() -> None:
     with pytest.raises(ConfigError):
         build_guard("guard", {})  # type: ignore[arg-type]
     assert build_guard(None, {"breaker": None}).breaker is None
-    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[langchain\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_command("langchain"))):
         require("no_such_module_anywhere", "nor.this.one", extra="langchain", what="X")
 
 

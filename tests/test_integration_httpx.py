@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import re
 import subprocess
 import sys
 from types import ModuleType
@@ -20,6 +21,7 @@ httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
 from loopfuse import ConfigError, DedupCache, Guard, LoopBreaker  # noqa: E402
 from loopfuse.integrations import MissingExtraError, _extras  # noqa: E402
+from loopfuse.integrations._extras import install_command  # noqa: E402
 from loopfuse.integrations.httpx import AsyncGuardTransport, GuardTransport  # noqa: E402
 
 CHAT = "https://llm.example/v1/chat/completions"
@@ -244,7 +246,7 @@ def test_an_inner_that_is_not_a_transport_is_a_config_error() -> None:
 
 def test_a_missing_http_library_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[openai\]'") as caught:
+    with pytest.raises(MissingExtraError, match=re.escape(install_command("openai"))) as caught:
         GuardTransport(httpx2.MockTransport(Recorder(httpx2)))
     assert isinstance(caught.value, ImportError)
 

@@ -4,6 +4,7 @@ chat model. The model is a fake (no network); LangChain, LangGraph and loopfuse 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from dialect_rules import check_openai_chat
 from loopfuse import ConfigError, GuardEvent
 from loopfuse.detector import LoopDetected, LoopDetector
 from loopfuse.integrations import MissingExtraError, _extras
+from loopfuse.integrations._extras import install_command
 from loopfuse.integrations.langchain import LoopfuseMiddleware
 
 
@@ -186,7 +188,7 @@ def test_configuration() -> None:
 
 def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[langchain\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_command("langchain"))):
         LoopfuseMiddleware()
 
 
@@ -280,3 +282,94 @@ def test_the_error_status_reaches_the_detector_as_is_error() -> None:
     check_openai_chat(
         {"messages": [{k: v for k, v in m.items() if k != "is_error"} for m in body["messages"]]}
     )
+
+
+# --- a LangGraph graph of your own: the model guarded in one line ---------------------
+
+
+def own_graph(model: Any) -> Any:
+    """A hand-written ReAct graph: the agent node calls ``model``, ToolNode runs bash."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    async def aagent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    from langchain_core.runnables import RunnableLambda
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    graph.add_node("tools", ToolNode([bash]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    graph.add_edge("tools", "agent")
+    runs.clear()
+    return graph.compile()
+
+
+def test_a_graph_of_your_own_is_guarded_by_one_line_a_note_then_the_end() -> None:
+    scripted = ScriptedModel(seen=[])
+    model = LoopfuseMiddleware().guarded(scripted.bind_tools([bash]))
+    result = own_graph(model).invoke(START, LIMIT)
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage)
+    assert not last.tool_calls
+    assert last.content.endswith("so it was stopped.")
+    noted = [seen for seen in scripted.seen if "[loopfuse]" in str(seen[-1].content)]
+    assert len(noted) == 1  # the warn default: one call with a note, then the end
+    assert noted[0] is scripted.seen[-1]
+    assert runs == ["make"] * len(scripted.seen)
+    assert not any("[loopfuse]" in str(m.content) for m in result["messages"][:-1])
+
+
+def test_a_graph_of_your_own_async_and_with_error() -> None:
+    scripted = ScriptedModel(seen=[])
+    model = LoopfuseMiddleware(exit_behavior="error", mode="refuse").guarded(scripted)
+    with pytest.raises(LoopDetected) as caught:
+        asyncio.run(own_graph(model).ainvoke(START, LIMIT))
+    assert caught.value.kind == "repeat"
+    assert caught.value.count == len(scripted.seen) == len(runs)
+
+
+def test_a_guarded_model_takes_what_the_model_takes() -> None:
+    scripted = ScriptedModel(seen=[], commands=lambda turn: None)
+    model = LoopfuseMiddleware().guarded(scripted)
+    assert model.invoke("hi").content == "done after 1 calls"
+    assert model.invoke([("user", "hi")]).content == "done after 2 calls"
+    assert isinstance(scripted.seen[0][0], HumanMessage)
+
+
+def test_a_chat_models_http_client_is_guarded_by_the_transport() -> None:
+    """A chat model on the OpenAI SDK (langchain-openai's ChatOpenAI) takes an
+    ``http_client``: GuardTransport under it refuses the loop the model's requests carry."""
+    langchain_openai = pytest.importorskip("langchain_openai", reason="not installed")
+    httpx2 = pytest.importorskip("httpx2")
+    import json
+
+    from fake_openai import completion, tool_call_message
+    from loopfuse.integrations.httpx import GuardTransport
+
+    sent: list[dict[str, Any]] = []
+
+    def upstream(request: Any) -> Any:
+        body = json.loads(request.content)
+        sent.append(body)
+        message = tool_call_message(len(sent), "bash", {"command": "make"})
+        return httpx2.Response(200, json=completion(body["model"], len(sent), message))
+
+    transport = GuardTransport(httpx2.MockTransport(upstream), breaker=None)
+    chat = langchain_openai.ChatOpenAI(
+        model="gpt-4o",
+        api_key="sk-test",
+        max_retries=0,
+        http_client=httpx2.Client(transport=transport),
+    )
+    import openai
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        create_agent(chat, tools=[bash]).invoke(START, LIMIT)
+    assert caught.value.response.headers["x-loopfuse-refused"] == "repeat"
+    assert "[loopfuse]" in json.dumps(sent[-1]["messages"][-1])  # noted first

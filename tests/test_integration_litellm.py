@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from litellm.proxy._types import UserAPIKeyAuth  # noqa: E402
 from dialect_rules import check_openai_chat  # noqa: E402
 from loopfuse import ConfigError, DedupCache, Guard, LoopBreaker  # noqa: E402
 from loopfuse.integrations import MissingExtraError, _extras, loop_message  # noqa: E402
+from loopfuse.integrations._extras import install_command  # noqa: E402
 from loopfuse.integrations.httpx import GuardTransport  # noqa: E402
 from loopfuse.integrations.litellm import LoopfuseHandler, LoopRefusedError  # noqa: E402
 
@@ -217,7 +219,7 @@ def test_the_ready_made_proxy_handler_reads_the_environment(
 
 def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[litellm\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_command("litellm"))):
         LoopfuseHandler()
 
 
@@ -385,6 +387,7 @@ def test_the_sync_sdk_cannot_be_guarded_by_a_callback_and_says_so(
     assert handler.guard.internal_errors == 1
     [record] = [r for r in caplog.records if r.name == "loopfuse"]
     assert "cannot guard LiteLLM's sync 'completion' call" in record.getMessage()
+    assert "handler.guarded(litellm.completion)" in record.getMessage()  # the fix
     # The fix the message names: the SDK client on GuardTransport.
     register(monkeypatch)
     guarded = GuardTransport(
@@ -399,3 +402,87 @@ def test_the_sync_sdk_cannot_be_guarded_by_a_callback_and_says_so(
     message = loop_message(caught.value)
     assert message is not None
     assert message.startswith("Loop detected: this exact request has been sent 2 times")
+
+
+def sync_stuck_agent(completion: Any, client: Any, laps: int = 20) -> None:
+    """:func:`stuck_agent` on LiteLLM's sync SDK."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+    for _ in range(laps):
+        reply = completion(model="gpt-4o", messages=messages, client=client)
+        call = reply.choices[0].message.tool_calls[0]
+        function = {"name": call.function.name, "arguments": call.function.arguments}
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call.id, "type": "function", "function": function}],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "Error 2"})
+    raise AssertionError("never stopped")
+
+
+def test_the_sync_sdk_is_guarded_by_one_line_a_note_first_then_a_refusal(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    openai = pytest.importorskip("openai")
+    httpx2 = pytest.importorskip("httpx2")
+    upstream = StuckOpenAI()
+    handler = LoopfuseHandler()
+    register(monkeypatch, handler)  # registered too: it must not call these unguarded
+    completion = handler.guarded(litellm.completion)
+    client = openai.OpenAI(
+        api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(upstream))
+    )
+    with (
+        caplog.at_level(logging.WARNING, logger="loopfuse"),
+        pytest.raises(LoopRefusedError) as caught,
+    ):
+        sync_stuck_agent(completion, client)
+    assert caught.value.code == "repeat"
+    assert isinstance(caught.value, litellm.BadRequestError)
+    assert loop_message(caught.value) == str(caught.value)
+    noted = [b for b in upstream.bodies if "[loopfuse]" in json.dumps(b["messages"][-1])]
+    assert len(noted) == 1  # the lap before the refusal went out with the note
+    assert noted[0] is upstream.bodies[-1]
+    assert handler.unguarded_calls == 0
+    assert handler.guard.internal_errors == 0
+    assert not [r for r in caplog.records if r.name == "loopfuse"]
+
+
+def test_the_guarded_sync_call_counts_repeats_and_not_retries() -> None:
+    openai = pytest.importorskip("openai")
+    httpx2 = pytest.importorskip("httpx2")
+    upstream = StuckOpenAI()
+    failing = [True]
+
+    def flaky(request: Any) -> Any:
+        if failing[0]:
+            failing[0] = False
+            return httpx2.Response(503, json={"error": {"message": "overloaded"}})
+        return upstream(request)
+
+    handler = LoopfuseHandler(mode="refuse", breaker=LoopBreaker(max_repeats=2, clock=lambda: 0.0))
+    completion = handler.guarded(litellm.completion)
+    client = openai.OpenAI(
+        api_key="sk-test",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(flaky)),
+    )
+    question = [{"role": "user", "content": "hi"}]
+    with pytest.raises(litellm.ServiceUnavailableError):
+        completion("gpt-4o", question, client=client, user="u", num_retries=0)
+    completion("gpt-4o", question, client=client, user="u")  # a retry after a failure
+    completion(model="gpt-4o", messages=question, client=client, user="u")
+    with pytest.raises(LoopRefusedError) as caught:
+        completion(model="gpt-4o", messages=question, client=client, user="u")
+    assert caught.value.code == "repeated_request"
+    assert len(upstream.bodies) == 2  # the refused call never reached the provider
+
+
+def test_guarded_takes_litellms_sync_calls_only() -> None:
+    handler = LoopfuseHandler()
+    assert handler.guarded(litellm.responses).__name__ == "responses"
+    for wrong in (litellm.embedding, litellm.acompletion, print, "completion"):
+        with pytest.raises(ConfigError):
+            handler.guarded(wrong)

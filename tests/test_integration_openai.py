@@ -19,7 +19,12 @@ openai = pytest.importorskip("openai", reason="the openai extra is not installed
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
 from loopfuse import DedupCache, Guard, LoopBreaker  # noqa: E402
-from loopfuse.integrations.httpx import AsyncGuardTransport, GuardTransport  # noqa: E402
+from loopfuse.errors import ConfigError  # noqa: E402
+from loopfuse.integrations.httpx import (  # noqa: E402
+    AsyncGuardTransport,
+    GuardTransport,
+    guard_client,
+)
 
 LIBRARIES = ["httpx2", "httpx"]
 
@@ -326,3 +331,106 @@ def test_async_client_loop_and_cache(lib_name: str) -> None:
         await client.close()
 
     asyncio.run(main())
+
+
+# --- guard_client: the one line ------------------------------------------------------
+
+
+def test_guard_client_guards_the_openai_client_you_made_in_one_line() -> None:
+    upstream = Upstream(httpx2, tool_call=True)
+    made = openai.OpenAI(api_key="sk-test", max_retries=2, base_url="https://llm.example/v1")
+    client = guard_client(made, transport=httpx2.MockTransport(upstream), breaker=None)
+    # The SDK's own copy: what the client was made with is kept.
+    assert isinstance(client, openai.OpenAI)
+    assert (client.api_key, client.max_retries) == ("sk-test", 2)
+    assert str(client.base_url) == "https://llm.example/v1/"
+    with pytest.raises(openai.BadRequestError) as caught:
+        run_stuck_agent(lambda m: client.chat.completions.create(model="gpt-4o", messages=m))
+    assert caught.value.code == "repeat"
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    # The default mode warns first: the request before the refusal carried the note.
+    assert "[loopfuse]" in json.dumps(upstream.bodies[-1]["messages"][-1])
+
+
+def test_guard_client_takes_the_guards_options_a_cache_among_them() -> None:
+    upstream = Upstream(httpx2)
+    client = guard_client(
+        openai.OpenAI(api_key="sk-test"),
+        transport=httpx2.MockTransport(upstream),
+        cache=DedupCache(capacity=16),
+    )
+    first = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=QUESTION)
+    second = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=QUESTION)
+    assert (first.headers["x-loopfuse-cache"], second.headers["x-loopfuse-cache"]) == (
+        "miss",
+        "hit",
+    )
+    assert len(upstream.bodies) == 1
+
+
+def test_guard_client_guards_an_async_openai_client() -> None:
+    upstream = Upstream(httpx2, tool_call=True)
+    made = openai.AsyncOpenAI(api_key="sk-test", max_retries=2)
+    client = guard_client(made, transport=httpx2.MockTransport(upstream), breaker=None)
+    assert isinstance(client, openai.AsyncOpenAI)
+
+    async def agent() -> None:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+        for _ in range(20):
+            completion = await client.chat.completions.create(model="gpt-4o", messages=messages)
+            call = completion.choices[0].message.tool_calls[0]
+            messages.append(completion.choices[0].message.model_dump(exclude_none=True))
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "No such file"})
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        asyncio.run(agent())
+    assert caught.value.code == "repeat"
+
+
+def test_guard_client_sends_over_the_network_with_the_sdks_own_library() -> None:
+    """Without ``transport=``: a real connection (to a server on loopback)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import fake_openai
+
+    bodies: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            bodies.append(body)
+            message = {"role": "assistant", "content": "hi"}
+            answer = json.dumps(fake_openai.completion(body["model"], 1, message)).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}/v1"
+        breaker = LoopBreaker(max_repeats=1, clock=lambda: 0.0)
+        made = openai.OpenAI(api_key="sk-test", base_url=base, max_retries=0)
+        client = guard_client(made, breaker=breaker, mode="refuse")
+        session = client.with_options(default_headers={"x-session-id": "run-1"})
+        answer = session.chat.completions.create(model="gpt-4o", messages=QUESTION)
+        assert answer.choices[0].message.content == "hi"
+        with pytest.raises(openai.BadRequestError) as caught:
+            session.chat.completions.create(model="gpt-4o", messages=QUESTION)
+        assert caught.value.code == "repeated_request"
+        assert len(bodies) == 1  # the refusal never left the process
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_guard_client_refuses_what_is_not_an_sdk_client() -> None:
+    for wrong in (object(), httpx2.Client(), "openai"):
+        with pytest.raises(ConfigError, match="guard_client takes an OpenAI or Anthropic"):
+            guard_client(wrong)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from dialect_rules import check_responses  # noqa: E402
 from loopfuse import ConfigError, DedupCache  # noqa: E402
 from loopfuse.detector import LoopDetected  # noqa: E402
 from loopfuse.integrations import MissingExtraError, _extras  # noqa: E402
+from loopfuse.integrations._extras import install_command  # noqa: E402
 from loopfuse.integrations.openai_agents import LoopfuseRunHooks, _plain  # noqa: E402
 
 NO_TRACING = RunConfig(tracing_disabled=True)
@@ -159,7 +161,7 @@ def test_configuration() -> None:
 
 def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[openai-agents\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_command("openai-agents"))):
         LoopfuseRunHooks()
 
 

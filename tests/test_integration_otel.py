@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 
 from loopfuse import DedupCache, Guard, GuardEvent, LoopBreaker, RequestContext
 from loopfuse.integrations import MissingExtraError, _extras
+from loopfuse.integrations._extras import install_command
 from loopfuse.integrations.otel import OpenTelemetryEvents
 
 
@@ -108,5 +110,5 @@ def test_the_span_is_a_child_of_the_current_span() -> None:
 
 def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_extras, "find_spec", lambda name: None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'loopfuse\[otel\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_command("otel"))):
         OpenTelemetryEvents()

@@ -46,7 +46,9 @@ def corpus_eval() -> ModuleType:
     return _module("corpus_eval")
 
 
-COPILOT_EVENT = {"type": "session.start", "data": {}, "id": "e1", "parentId": None}
+# A record of no format loopfuse knows (a Copilot CLI session of a future release, say):
+# the session must be counted unreadable, never clean.
+COPILOT_EVENT = {"kind": "frame", "payload": {"tool": "bash", "args": {"command": "ls"}}}
 FILES = {
     "codex/own-tool/a/0/full.jsonl": ("codex", "own/tool", "healthy"),
     "codex/own-tool/a/1/full.jsonl": ("codex", "own/tool", "loop"),

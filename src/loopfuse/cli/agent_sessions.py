@@ -1,4 +1,5 @@
-r"""Coding-agent CLIs' own transcripts (Claude Code, Codex, Gemini CLI), as conversations.
+r"""Coding-agent CLIs' own transcripts (Claude Code, Codex, Gemini CLI, Copilot CLI,
+OpenCode), as conversations.
 
 Each CLI keeps every session it ran as a JSON Lines file. ``loopfuse scan`` recognises
 them by their content (:func:`agent_of`) and turns each run they hold into the request
@@ -17,6 +18,10 @@ Codex           ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*``    Responses ``inp
                 (``CODEX_HOME`` defaults to ``~/.codex``)
 Gemini CLI      ``~/.gemini/tmp/<project>/chats/session-*``      Gemini ``contents``
                 (``$GEMINI_CLI_HOME`` moves the home folder)
+Copilot CLI     ``~/.copilot/session-state/<id>/events.jsonl``   Anthropic ``messages``
+                (``$COPILOT_HOME`` moves ``~/.copilot``)
+OpenCode        ``~/.local/share/opencode/opencode.db``          Anthropic ``messages``
+                (``$XDG_DATA_HOME``), or ``opencode export``
 ==============  ===============================================  =========================
 
 How each CLI records a session, and how it is read:
@@ -45,8 +50,17 @@ How each CLI records a session, and how it is read:
   without ``Process Group PGID: N`` (a new number on every call). Subagents have their
   own files. Whole-file JSON sessions of older versions are read too.
 
+- **Copilot CLI** writes one event a line: an ``assistant.message`` with its
+  ``toolRequests``, each call's ``tool.execution_complete`` (``success: false``: a
+  failed call, flagged ``is_error``); the rest (hooks, turns, permissions) is not part
+  of the conversation.
+- **OpenCode** keeps a session as messages of parts; one assistant message holds each
+  step of an answer (``step-start`` ... ``step-finish``): one turn each. Its database
+  is read read-only, each session as ``opencode export`` would print it.
+
 A line that is not JSON, or not what the CLI writes there, is a problem reported as
-``"line N: ..."`` and skipped; the rest of the file is still read.
+``"line N: ..."`` and skipped; the rest of the file is still read. A line holding
+several records one after the other (a writer that missed a newline) is those records.
 
 >>> agent_of(b'{"type":"session_meta","payload":{"id":"t1"}}\n')
 'codex'
@@ -56,15 +70,19 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Final
 
 from loopfuse.cli.loglines import CONVERSATION_KEYS, LineProblem, parse_line, read_line, size_text
+from loopfuse.cli.seen_calls import seeming_calls_in
 
 __all__ = [
     "AGENTS",
@@ -74,10 +92,11 @@ __all__ = [
     "agent_of",
     "agent_of_document",
     "read_runs",
+    "session_calls",
     "sessions_folder",
 ]
 
-AGENTS: Final = ("claude-code", "codex", "gemini")
+AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode")
 """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them."""
 
 _PROBLEMS_SHOWN: Final = 5
@@ -95,6 +114,7 @@ _CODEX_TYPES: Final = frozenset(
 )
 _GEMINI_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
 _CLAUDE_ONLY_TYPES: Final = frozenset({"summary", "file-history-snapshot"})
+_COPILOT_PREFIXES: Final = ("session.", "user.", "assistant.", "tool.", "system.", "hook.")
 
 # A first line longer than the head read to recognise a file (Codex's session_meta
 # carries the whole system prompt; a Claude prompt can be a pasted file) is told by
@@ -178,10 +198,21 @@ def sessions_folder(agent: str, environ: Mapping[str, str] | None = None) -> Ses
     if agent == "gemini":
         base = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
         return SessionFolder(agent, (base / ".gemini" / "tmp",), "GEMINI_CLI_HOME")
+    if agent == "copilot":
+        base = Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
+        return SessionFolder(agent, (base / "session-state",), "COPILOT_HOME")
+    if agent == "opencode":
+        data = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local/share"
+        return SessionFolder(agent, (data / "opencode",), "XDG_DATA_HOME")
     raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
 
 
 def _transcripts(root: Path, agent: str) -> Iterator[Path]:
+    if agent == "opencode":  # its database (and a release channel's: opencode-beta.db)
+        for path in sorted(root.glob("opencode*.db")):
+            if path.is_file():
+                yield path
+        return
     for folder, dirs, files in os.walk(root, followlinks=False):
         dirs.sort()
         here = Path(folder)
@@ -199,7 +230,7 @@ def _is_transcript(agent: str, name: str, in_chats: bool) -> bool:
         return name.startswith("rollout-") and name.endswith(".jsonl")
     if agent == "gemini":
         return in_chats and name.endswith((".jsonl", ".json"))
-    return name.endswith(".jsonl")
+    return name.endswith(".jsonl")  # Claude Code; Copilot CLI: <session>/events.jsonl
 
 
 # --- recognising a transcript -----------------------------------------------------------
@@ -240,19 +271,37 @@ def _agent_of_line(value: dict[str, Any]) -> str | None:
         return "gemini"
     if "sessionId" in value or kind in _CLAUDE_ONLY_TYPES:
         return "claude-code"
+    if (
+        kind is not None
+        and kind.startswith(_COPILOT_PREFIXES)
+        and isinstance(value.get("data"), dict)
+    ):
+        return "copilot"
     return None
 
 
 def agent_of_document(value: object) -> str | None:
-    """``"gemini"`` for a whole-file JSON session of an older Gemini CLI."""
-    if (
-        isinstance(value, dict)
-        and "sessionId" in value
-        and "projectHash" in value
-        and isinstance(value.get("messages"), list)
-    ):
+    """The CLI whose whole-file JSON session ``value`` is: ``"gemini"`` for an older
+    Gemini CLI's session, ``"opencode"`` for an ``opencode export``; else ``None``."""
+    if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
+        return None
+    if "sessionId" in value and "projectHash" in value:
         return "gemini"
+    info = value.get("info")
+    if isinstance(info, dict) and isinstance(info.get("id"), str) and _opencode_messages(value):
+        return "opencode"
     return None
+
+
+def _opencode_messages(value: dict[str, Any]) -> bool:
+    """Whether the messages are OpenCode's: each ``{"info": {"role": ...}, "parts": [...]}``."""
+    return all(
+        isinstance(message, dict)
+        and isinstance(message.get("info"), dict)
+        and isinstance(message.get("parts"), list)
+        and "role" in message["info"]
+        for message in value["messages"]
+    )
 
 
 # --- reading one -------------------------------------------------------------------------
@@ -292,7 +341,11 @@ class _Lines:
                 try:
                     yield number, parse_line(line)
                 except LineProblem as exc:
-                    self.bad.append((number, str(exc)))
+                    records = _records(line)
+                    if records is None:
+                        self.bad.append((number, str(exc)))
+                    for record in records or ():
+                        yield number, record
 
     def problem(self, number: int, text: str) -> None:
         self.bad.append((number, text))
@@ -305,15 +358,57 @@ class _Lines:
         return shown
 
 
+def _records(line: bytes) -> list[dict[str, Any]] | None:
+    """The JSON objects of a line that holds several, one after the other (a writer
+    that missed a newline): ``None`` unless every piece of it is one."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder = json.JSONDecoder()
+    records: list[dict[str, Any]] = []
+    end = 0
+    try:
+        while end < len(text):
+            value, end = decoder.raw_decode(text, end)
+            if not isinstance(value, dict):
+                return None
+            records.append(value)
+            while end < len(text) and text[end] in " \t\r\n":
+                end += 1
+    except (ValueError, RecursionError):
+        return None
+    return records if len(records) > 1 else None
+
+
+def session_calls(session: AgentSession) -> int:
+    """How many tool calls ``session``'s records seem to hold, whatever ``scan`` made of
+    them (:func:`~loopfuse.cli.seen_calls.seeming_calls`): a second pass, made only
+    for a file read without a single call."""
+    if session.kind == "database":
+        return 0  # its rows are read as the sessions they are, or not at all
+    try:
+        lines = _Lines(session.open(), session.whole, session.max_line)
+        return seeming_calls_in(record for _, record in lines)
+    except (OSError, ValueError, RecursionError):
+        return 0
+
+
 def read_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
     """The runs ``session`` holds, and the problems met (``"line N: ..."``). Raises
     ``OSError`` when the file cannot be read."""
+    if session.kind == "database":
+        return _opencode_database_runs(session)
     lines = _Lines(session.open(), session.whole, session.max_line)
     path = None if session.name == "<stdin>" else Path(session.name)
     if session.agent == "claude-code":
         runs = _claude_runs(session.name, path, lines)
     elif session.agent == "codex":
         runs = _codex_runs(session.name, lines)
+    elif session.agent == "copilot":
+        runs = _copilot_runs(session.name, lines)
+    elif session.agent == "opencode":
+        runs = _opencode_runs(session.name, lines)
     else:
         runs = _gemini_runs(session.name, path, lines)
     bad = len(lines.bad)
@@ -475,7 +570,8 @@ def _codex_runs(name: str, lines: _Lines) -> list[AgentRun]:
         elif kind == "turn_context":
             model = _text(payload.get("model")) or model
         elif kind == "response_item":
-            item = _codex_item(payload)
+            searched = payload.get("type") == "web_search_call"
+            item = _codex_web_search(payload, len(items)) if searched else _codex_item(payload)
             if item is None:
                 continue
             output = _codex_answers(item)
@@ -549,9 +645,64 @@ def _codex_item(payload: dict[str, Any]) -> dict[str, Any] | None:
         }
     if kind in ("function_call_output", "custom_tool_call_output"):
         return {"type": kind, "call_id": payload.get("call_id"), "output": _codex_output(payload)}
+    if kind == "tool_search_call":  # the model looks for a tool (MCP, subagents) by query
+        return {
+            "type": "function_call",
+            "name": "tool_search",
+            "arguments": _json_text(payload.get("arguments")),
+            "call_id": payload.get("call_id"),
+        }
+    if kind == "tool_search_output":
+        return {
+            "type": "function_call_output",
+            "call_id": payload.get("call_id"),
+            "output": _tools_found(payload.get("tools")),
+        }
     if isinstance(kind, str) and kind.endswith("_call"):  # web search and the like
         return {key: value for key, value in payload.items() if key != "id"}
     return None
+
+
+def _codex_web_search(payload: dict[str, Any], position: int) -> dict[str, Any]:
+    """A web search the model ran (``web_search_call``: a search, a page opened, a find
+    in it) as the call it is: ``web_search`` with its action as the arguments. The
+    provider runs it within the response (no request of the client's follows it, so it
+    has no output item and the response goes on: it stays in its turn). Codex records
+    no id for it, nor its results: the id is its place in the run."""
+    call_id = _text(payload.get("call_id")) or _text(payload.get("id")) or f"ws-{position}"
+    return {
+        "type": "function_call",
+        "name": "web_search",
+        "arguments": _json_text(payload.get("action")),
+        "call_id": call_id,
+    }
+
+
+def _json_text(value: object) -> str:
+    """Arguments as the JSON text a function call carries (a string is kept as it is)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value if value is not None else {}, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return "{}"
+
+
+def _tools_found(tools: object) -> str:
+    """What a tool search answered: each namespace found, with its tools' names."""
+    found = []
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, dict):
+            continue
+        inner = tool.get("tools")
+        names = (
+            [t["name"] for t in inner if isinstance(t, dict) and isinstance(t.get("name"), str)]
+            if isinstance(inner, list)
+            else []
+        )
+        label = _text(tool.get("name")) or "?"
+        found.append(f"{label}: {', '.join(names)}" if names else label)
+    return "\n".join(found) or "no tools found"
 
 
 def _codex_output(payload: dict[str, Any]) -> object:
@@ -590,7 +741,7 @@ def _gemini_runs(name: str, path: Path | None, lines: _Lines) -> list[AgentRun]:
 
     first = True
     for number, record in lines:
-        if first and agent_of_document(record):  # an older whole-file session
+        if first and agent_of_document(record) == "gemini":  # an older whole-file session
             info.update({k: v for k, v in record.items() if k != "messages"})
             for message in record["messages"]:
                 upsert(number, message)
@@ -726,3 +877,323 @@ def _gemini_usage(tokens: object) -> dict[str, int]:
         for key, value in tokens.items()
         if key in names and isinstance(value, int) and not isinstance(value, bool)
     }
+
+
+# --- GitHub Copilot CLI -------------------------------------------------------------------
+
+
+def _copilot_runs(name: str, lines: _Lines) -> list[AgentRun]:
+    """A Copilot CLI session's events as Anthropic ``messages``: each
+    ``assistant.message`` with its ``toolRequests`` as ``tool_use`` blocks, each
+    ``tool.execution_complete`` as a ``tool_result`` (``is_error`` when the CLI says
+    the call did not succeed, ``success: false``), the results of one answer in one
+    user message, as the model was sent them."""
+    messages: list[dict[str, Any]] = []
+    info: dict[str, Any] = {}
+    model: str | None = None
+    asked: set[str] = set()  # the calls already in an assistant message
+    for number, record in lines:
+        kind = record.get("type")
+        data = record.get("data")
+        if not isinstance(kind, str):
+            continue
+        if not isinstance(data, dict):
+            lines.problem(number, f"a {kind} event without a data object")
+            continue
+        if kind == "session.start" and not info:
+            info = data
+        elif kind == "session.model_change":
+            model = _text(data.get("newModel")) or model
+        elif kind == "user.message":
+            text = _text(data.get("content"))
+            if text:
+                messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+        elif kind == "assistant.message":
+            model = _text(data.get("model")) or model
+            blocks: list[dict[str, Any]] = []
+            text = _text(data.get("content"))
+            if text:
+                blocks.append({"type": "text", "text": text})
+            requests = data.get("toolRequests")
+            for request in requests if isinstance(requests, list) else ():
+                if isinstance(request, dict):
+                    call = _copilot_call(request.get("toolCallId"), request)
+                    blocks.append(call)
+                    asked.add(call["id"])
+            if blocks:
+                messages.append({"role": "assistant", "content": blocks})
+        elif kind == "tool.execution_start":
+            call = _copilot_call(data.get("toolCallId"), {**data, "name": data.get("toolName")})
+            if call["id"] not in asked:  # a call no answer listed: it joins the last answer
+                asked.add(call["id"])
+                if not messages or messages[-1]["role"] != "assistant":
+                    messages.append({"role": "assistant", "content": []})
+                messages[-1]["content"].append(call)
+        elif kind == "tool.execution_complete":
+            _copilot_result(messages, data)
+    if not messages:
+        return []
+    context = info.get("context")
+    meta = _meta(
+        agent="copilot",
+        session=info.get("sessionId"),
+        project=context.get("cwd") if isinstance(context, dict) else None,
+        started=info.get("startTime"),
+        model=model,
+    )
+    return [AgentRun(name, {"model": model or "", "system": [], "messages": messages}, meta)]
+
+
+def _copilot_call(call_id: object, request: dict[str, Any]) -> dict[str, Any]:
+    arguments = request.get("arguments")
+    if isinstance(arguments, str):  # JSON text, in some versions
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            arguments = {"input": arguments}
+    return {
+        "type": "tool_use",
+        "id": call_id if isinstance(call_id, str) else "",
+        "name": request.get("name") if isinstance(request.get("name"), str) else "",
+        "input": arguments if isinstance(arguments, dict) else {},
+    }
+
+
+def _copilot_result(messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
+    """A finished call's answer: the text the model was given (``result.content``; the
+    error's message for a failed call), flagged ``is_error`` unless it succeeded."""
+    result = data.get("result")
+    error = data.get("error")
+    text = result.get("content") if isinstance(result, dict) else None
+    if not isinstance(text, str) and isinstance(error, dict):
+        text = error.get("message")
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else "",
+        "content": text if isinstance(text, str) else "",
+    }
+    if data.get("success") is False:
+        block["is_error"] = True
+    last = messages[-1] if messages else None
+    if last is not None and last["role"] == "user" and _answers_only(last["content"]):
+        last["content"].append(block)  # the answers to one turn's calls: one message
+    else:
+        messages.append({"role": "user", "content": [block]})
+
+
+def _answers_only(blocks: list[dict[str, Any]]) -> bool:
+    return all(block.get("type") == "tool_result" for block in blocks)
+
+
+# --- OpenCode -------------------------------------------------------------------------------
+
+
+def _opencode_runs(name: str, lines: _Lines) -> list[AgentRun]:
+    """An ``opencode export`` document: one run (:func:`_opencode_run`)."""
+    runs = []
+    for number, document in lines:
+        if agent_of_document(document) != "opencode":
+            lines.problem(number, "not an opencode export document")
+            continue
+        run = _opencode_run(name, document)
+        if run is not None:
+            runs.append(run)
+    return runs
+
+
+def _opencode_run(name: str, document: dict[str, Any]) -> AgentRun | None:
+    """One OpenCode session (``{"info": session, "messages": [{"info", "parts"}]}``, as
+    ``opencode export`` prints it) as Anthropic ``messages``. An assistant message of
+    OpenCode holds every step of one answer (``step-start`` ... ``step-finish``, one
+    model request each): each step is one assistant turn, its ``tool`` parts
+    ``tool_use`` blocks, their answers (``state.output``; ``state.error`` when
+    ``state.status`` is ``"error"``, flagged ``is_error``) the user message after it,
+    and the step's ``tokens`` its usage."""
+    messages: list[dict[str, Any]] = []
+    info = _object(document.get("info"))
+    model: str | None = None
+    for message in document["messages"]:
+        if not isinstance(message, dict) or not isinstance(message.get("info"), dict):
+            continue
+        about = message["info"]
+        parts = message.get("parts")
+        parts = (
+            [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+        )
+        if about.get("role") == "assistant":
+            model = _text(about.get("modelID")) or model
+            messages.extend(_opencode_steps(parts))
+        elif about.get("role") == "user":
+            text = [
+                {"type": "text", "text": part["text"]}
+                for part in parts
+                if part.get("type") == "text" and _text(part.get("text"))
+            ]
+            if text:
+                messages.append({"role": "user", "content": text})
+    if not messages:
+        return None
+    created = _object(info.get("time")).get("created")
+    meta = _meta(
+        agent="opencode",
+        session=info.get("id"),
+        project=info.get("directory"),
+        started=_epoch_text(created),
+        model=model,
+        subagent="yes" if _text(info.get("parentID")) else None,
+    )
+    body = {"model": model or "", "system": [], "messages": messages}
+    return AgentRun(name, body, meta)
+
+
+def _opencode_database_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
+    """Every session of OpenCode's database (``opencode.db``: tables ``session``,
+    ``message`` and ``part``, each message's and part's fields as JSON in ``data``),
+    oldest first, each read as its export would be. Opened read-only; a subagent's
+    session (``parent_id``) is a run of its own."""
+    uri = Path(session.name).resolve().as_uri() + "?mode=ro"
+    runs: list[AgentRun] = []
+    problems: list[str] = []
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as database:
+            sessions = database.execute(
+                "SELECT id, parent_id, directory, time_created FROM session "
+                "ORDER BY time_created, id"
+            ).fetchall()
+            for session_id, parent, directory, created in sessions:
+                document = _opencode_document(database, session_id, problems)
+                document["info"] = {
+                    "id": session_id,
+                    "parentID": parent,
+                    "directory": directory,
+                    "time": {"created": created},
+                }
+                run = _opencode_run(f"{session.name} (session {session_id})", document)
+                if run is not None:
+                    runs.append(run)
+    except sqlite3.Error as exc:
+        raise OSError(f"not an OpenCode database it can read ({exc})") from None
+    return runs, problems[:_PROBLEMS_SHOWN]
+
+
+def _opencode_document(
+    database: sqlite3.Connection, session_id: str, problems: list[str]
+) -> dict[str, Any]:
+    """One session's messages and parts from the database, as ``opencode export``
+    would print them."""
+    messages: dict[str, dict[str, Any]] = {}
+    rows = database.execute(
+        "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id",
+        (session_id,),
+    )
+    for message_id, data in rows:
+        value = _row_json(data, f"message {message_id}", problems)
+        if value is not None:
+            messages[message_id] = {"info": {**value, "id": message_id}, "parts": []}
+    rows = database.execute(
+        "SELECT message_id, id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
+        (session_id,),
+    )
+    for message_id, part_id, data in rows:
+        value = _row_json(data, f"part {part_id}", problems)
+        if value is not None and message_id in messages:
+            messages[message_id]["parts"].append(value)
+    return {"messages": list(messages.values())}
+
+
+def _row_json(data: object, what: str, problems: list[str]) -> dict[str, Any] | None:
+    try:
+        value = json.loads(data) if isinstance(data, str | bytes) else None
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        problems.append(f"{what}: its data is not a JSON object")
+        return None
+    return value
+
+
+def _opencode_steps(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model requests of one OpenCode assistant message, with their answers."""
+    out: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    usage: dict[str, int] = {}
+
+    def close() -> None:
+        if blocks:
+            answer: dict[str, Any] = {"role": "assistant", "content": list(blocks)}
+            if usage:
+                answer["usage"] = dict(usage)
+            out.append(answer)
+            if results:
+                out.append({"role": "user", "content": list(results)})
+        blocks.clear()
+        results.clear()
+        usage.clear()
+
+    for part in parts:
+        kind = part.get("type")
+        if kind == "step-start":
+            close()
+        elif kind == "text" and _text(part.get("text")) and not part.get("synthetic"):
+            blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "tool":
+            call_id = _text(part.get("callID")) or _text(part.get("id")) or ""
+            state = _object(part.get("state"))
+            given = state.get("input")
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call_id,
+                    "name": part.get("tool") if isinstance(part.get("tool"), str) else "",
+                    "input": given if isinstance(given, dict) else {},
+                }
+            )
+            status = state.get("status")
+            if status in ("completed", "error"):
+                failed = status == "error"
+                text = state.get("error" if failed else "output")
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": call_id,
+                    "content": text if isinstance(text, str) else "",
+                }
+                if failed:
+                    result["is_error"] = True
+                results.append(result)
+        elif kind == "step-finish":
+            usage.update(_opencode_usage(part.get("tokens")))
+    close()
+    return out
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _opencode_usage(tokens: object) -> dict[str, int]:
+    if not isinstance(tokens, dict):
+        return {}
+    cache = _object(tokens.get("cache"))
+    fields = {
+        "input_tokens": tokens.get("input"),
+        "output_tokens": tokens.get("output"),
+        "cache_read_input_tokens": cache.get("read"),
+        "cache_creation_input_tokens": cache.get("write"),
+    }
+    return {
+        key: value
+        for key, value in fields.items()
+        if isinstance(value, int) and not isinstance(value, bool)
+    }
+
+
+def _epoch_text(milliseconds: object) -> str | None:
+    """A time OpenCode records (milliseconds since 1970) as ISO 8601 UTC text."""
+    if not isinstance(milliseconds, int | float) or isinstance(milliseconds, bool):
+        return None
+    try:
+        moment = datetime.fromtimestamp(milliseconds / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -48,7 +48,7 @@ from functools import partial
 from typing import Any, Final
 
 from loopfuse import Guard, GuardDecision, PreparedRequest, RequestContext, intent
-from loopfuse.cli.agent_sessions import AgentRun, AgentSession, read_runs
+from loopfuse.cli.agent_sessions import AgentRun, AgentSession, read_runs, session_calls
 from loopfuse.cli.config import Settings, guard_of
 from loopfuse.cli.findings import (
     Act,
@@ -59,9 +59,10 @@ from loopfuse.cli.findings import (
     turn_names,
     undescribed,
 )
-from loopfuse.cli.loglines import BadLine, entry_problem
-from loopfuse.cli.readers import InputError, Log, Source, Transcript
+from loopfuse.cli.loglines import BadLine, LineProblem, entry_problem, parse_line
+from loopfuse.cli.readers import InputError, Log, NotUnderstood, Source, Transcript
 from loopfuse.cli.results import FileResult, Step
+from loopfuse.cli.seen_calls import seeming_calls
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
 from loopfuse.detector import LoopDetector, Replay, Verdict
 
@@ -203,16 +204,34 @@ def scan_file(
     transcript each run it holds (the session, its subagents); and the problems met."""
     if not isinstance(source, AgentSession):
         result, problems = scan_source(source, settings, progress)
+        if isinstance(source, Transcript) and not result.tool_calls:
+            _check_understood(source.name, f"a {source.kind}", lambda: seeming_calls(source.body))
         return [result], problems
     try:
         runs, problems = read_runs(source)
     except OSError as exc:
         raise InputError(source.name, f"cannot read: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:  # an older Gemini CLI's JSON document
+    except (ValueError, RecursionError) as exc:  # a whole-file JSON session
         raise InputError(source.name, f"not valid JSON: {exc}") from None
     if not runs and problems:
         raise InputError(source.name, problems[0])
-    return [scan_source(run, settings, progress)[0] for run in runs], problems
+    results = [scan_source(run, settings, progress)[0] for run in runs]
+    if not any(result.tool_calls for result in results):
+        _check_understood(
+            source.name, f"a {source.agent} {source.kind}", lambda: session_calls(source)
+        )
+    if not results:  # a transcript that holds no conversation (only notes, say)
+        results = [FileResult(source.name, source.kind, "none", {"agent": source.agent})]
+    return results, problems
+
+
+def _check_understood(name: str, kind: str, calls: Callable[[], int]) -> None:
+    """Raise :class:`NotUnderstood` for a file read without a single tool call that
+    seems to hold some: its calls were not read, so it is not clean. Counted only for a
+    file read without calls (the walk costs a pass over it)."""
+    seen = calls()
+    if seen:
+        raise NotUnderstood(name, f"read as {kind} with no tool calls", seen)
 
 
 def scan_source(
@@ -242,6 +261,7 @@ def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
     dialects: set[str] = set()
     now: float | None = None
     bad: list[BadLine] = []
+    unknown = calls = 0  # lines that are JSON of an unknown shape, the calls they hold
     for entry in log.open():
         if progress is not None and log.size:
             progress(entry.offset / log.size)
@@ -262,6 +282,8 @@ def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
             problem = entry_problem(entry.body)
             if problem is not None:
                 bad.append(BadLine(entry.line, problem, entry.offset))
+                unknown += 1
+                calls += _line_calls(entry.body)
                 continue
             session = entry.session or "default"
             run.unchecked(_Request(entry.line, 0, session, tokens, undescribed))
@@ -289,7 +311,19 @@ def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
     if len(bad) > _LINE_PROBLEMS_SHOWN:
         run.problems.append(f"{len(bad) - _LINE_PROBLEMS_SHOWN} more lines that are not requests")
     if not result.requests and bad:
+        if unknown:  # JSON lines of a shape no reader knows
+            raise NotUnderstood(log.name, run.problems[0], calls)
         raise InputError(log.name, run.problems[0])
+
+
+def _line_calls(body: object) -> int:
+    """The tool calls a line that is not a request seems to hold."""
+    if isinstance(body, bytes):
+        try:
+            body = parse_line(body)
+        except LineProblem:
+            return 0
+    return seeming_calls(body)
 
 
 def _dialect(dialects: set[str]) -> str:

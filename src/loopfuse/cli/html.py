@@ -180,7 +180,7 @@ def render_html(
 def _summary(summary: Summary, folder: str | None) -> list[str]:
     files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
     if summary.errors:
-        files += f", {summary.errors:,} unreadable"
+        files += f", {summary.unread_text()}"
     # Every row is escaped whole (the run's outcomes in it as well), so they go in as is.
     rows = summary.rows(files, f"{summary.requests:,} replayed", str)
     if folder is not None:

@@ -3,11 +3,13 @@
 
 Exit status (a CI gate can test for 1):
 
-- 0: every file was read and the guard would not have acted;
+- 0: every file was read, understood, and the guard would not have acted;
 - 1: the guard would have acted somewhere, whatever else happened (a loop found is
   never hidden by another file being unreadable);
-- 2: no loop found, and a usage error, or a file or log line that could not be read
-  (each reported on stderr, one line naming it; the other files are still scanned).
+- 2: no loop found, and a usage error, a path missing, or a file or log line that could
+  not be read or whose format is not understood (each reported on stderr, one line
+  naming it; the other files are still scanned; when no file is left to scan, no
+  report is printed).
 
 >>> main(["--version"])  # doctest: +ELLIPSIS
 loopfuse ...
@@ -93,10 +95,12 @@ def build_parser() -> _Parser:
         "scan",
         "replay recorded agent traffic through the guards",
         description="Replay recorded agent traffic (request bodies, JSON Lines logs, "
-        "trajectories, Claude Code, Codex and Gemini CLI transcripts, folders of them) "
+        "trajectories, Claude Code, Codex, Gemini CLI and Copilot CLI transcripts, OpenCode "
+        "exports, folders of them) "
         "through LoopBreaker, LoopDetector and DedupCache, and report where each would have "
-        "acted. Exit status: 1 a loop found (whatever else happened), 0 nothing found, 2 "
-        "usage or input error and no loop found.",
+        "acted. A file whose format it does not understand is reported as such, never as "
+        "clean. Exit status: 1 a loop found (whatever else happened), 0 nothing found, 2 "
+        "usage or input error (a file unreadable or not understood) and no loop found.",
     )
     scan.add_argument("paths", nargs="*", metavar="PATH", help="file, folder, or - for stdin")
     scan.add_argument(
@@ -251,7 +255,9 @@ def _agent_targets(agents: Sequence[str]) -> list[Path | InputError]:
             targets.append(InputError(where, problem + "the CLI keeps them elsewhere)"))
             continue
         found = list(folder.files())
-        targets.extend(found or [InputError(where, f"holds no {agent} transcripts")])
+        looked = ", ".join(str(root) for root in folder.roots if root.is_dir())
+        problem = f"no {agent} transcripts where it keeps them (looked in {looked})"
+        targets.extend(found or [InputError(where, problem)])
     if every and any(not isinstance(target, InputError) for target in targets):
         return [target for target in targets if not isinstance(target, InputError)]
     return targets
@@ -276,11 +282,23 @@ def run_scan(
     agents: Sequence[str] = (),
 ) -> int:
     """Scan ``paths`` (or every transcript of the CLIs named in ``agents``) and write
-    the report; returns the exit status."""
+    the report; returns the exit status.
+
+    A path that is missing, or a folder that holds nothing to scan (a CLI's folder
+    without transcripts), is reported on stderr and is not a file scanned: when no file
+    is left, the scan ends there (exit status 2) without an all-zero report."""
     targets = _agent_targets(agents) if agents else list(collect(paths))
-    files = sum(not isinstance(target, InputError) for target in targets)
+    places = [target for target in targets if isinstance(target, InputError)]
+    files = [target for target in targets if not isinstance(target, InputError)]
+    if not files:
+        for place in places:
+            stderr.write(f"loopfuse scan: error: {_one_line(str(place))}\n")
+        return 2
     enabled = settings.progress and _isatty(stderr)
-    progress = Progress(stderr, files, enabled=enabled, width=_width(stderr))
+    sizes = [_size(target) for target in files] if enabled else []
+    progress = Progress(
+        stderr, len(files), enabled=enabled, width=_width(stderr), total_bytes=sum(sizes)
+    )
     results: list[FileResult] = []
     errors: list[InputError] = []
     problems: list[str] = []
@@ -289,13 +307,13 @@ def run_scan(
         progress.clear()
         stderr.write(f"loopfuse scan: error: {_one_line(text)}\n")
 
+    sized = iter(sizes)
     for target in targets:
-        if isinstance(target, InputError):
-            errors.append(target)
+        if isinstance(target, InputError):  # in its place among the files
             complain(str(target))
             continue
         name = "<stdin>" if target == STDIN else str(target)
-        progress.step(name)
+        progress.step(name, next(sized, 0))
         try:
             source = read_path(target) if isinstance(target, Path) else read_stdin(sys.stdin.buffer)
             scanned, found = scan_file(source, settings, progress.within)
@@ -320,6 +338,7 @@ def run_scan(
         folder = scanned_folder(_agent_folders(agents), is_dir=lambda _: True)
     else:
         folder = scanned_folder(paths)
+    errors = places + errors  # listed in the report, counted apart from the files
     if settings.format == "json":
         output = render_json(results, errors, summary, settings, problems, folder)
     elif settings.format == "markdown":
@@ -334,6 +353,16 @@ def run_scan(
     if summary.found:
         return 1
     return 2 if errors or problems else 0
+
+
+def _size(target: Path | str) -> int:
+    """A file's size, for the progress bar (``0`` for standard input, or when unknown)."""
+    if not isinstance(target, Path):
+        return 0
+    try:
+        return target.stat().st_size
+    except OSError:
+        return 0
 
 
 def _emit(stream: TextIO, text: str) -> None:

@@ -71,7 +71,7 @@ def render_markdown(
 def _summary(summary: Summary, folder: str | None) -> list[str]:
     files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
     if summary.errors:
-        files += f", {summary.errors:,} unreadable"
+        files += f", {summary.unread_text()}"
     rows = summary.rows(files, f"{summary.requests:,} replayed", code)
     if folder is not None:
         rows = [("folder", code(folder)), *rows]

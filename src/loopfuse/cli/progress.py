@@ -1,18 +1,20 @@
 """A one-line progress bar on standard error, redrawn in place (only on a terminal).
 
-It shows the files done and, for a long file, how far into it the scan is. It is drawn
-from the start when there are many files (:data:`MANY_FILES`), and for a single file
-only once it has taken longer than :data:`PATIENCE` seconds, so that a quick scan
-never flickers. ``clock`` is injected (tests use a fake one).
+It shows the files begun out of all, and the bytes read out of all the files' bytes
+(``12/649 files, 4.1/310 MB``): the bar fills by bytes, so a long file moves it as it
+is read and a run of small ones does not race it. It is drawn from the start when
+there are many files (:data:`MANY_FILES`), and for a single file only once it has
+taken longer than :data:`PATIENCE` seconds, so that a quick scan never flickers.
+``clock`` is injected (tests use a fake one).
 
 >>> import io
 >>> out, now = io.StringIO(), [0.0]
->>> bar = Progress(out, 1, enabled=True, clock=lambda: now[0])
->>> bar.step("run.jsonl")
+>>> bar = Progress(out, 1, enabled=True, clock=lambda: now[0], total_bytes=2_000_000)
+>>> bar.step("run.jsonl", 2_000_000)
 >>> bar.within(0.5)  # quick so far: nothing drawn
 >>> now[0] = 2.0
 >>> bar.within(0.5)
->>> "50%" in out.getvalue()
+>>> "1/1 files, 1.0/2.0 MB" in out.getvalue()
 True
 """
 
@@ -24,7 +26,7 @@ from typing import Final, TextIO
 
 from loopfuse.cli.escape import printable
 
-__all__ = ["MANY_FILES", "PATIENCE", "Progress"]
+__all__ = ["MANY_FILES", "PATIENCE", "Progress", "bytes_text"]
 
 MANY_FILES: Final = 4
 """From this many files on, the bar is drawn from the first file."""
@@ -36,8 +38,22 @@ _REDRAW: Final = 0.1  # seconds between redraws within a file
 _BAR: Final = 20
 
 
+def bytes_text(done: int, total: int) -> str:
+    """``done`` of ``total`` bytes in the unit ``total`` is read in: ``4.1/310 MB``.
+
+    >>> bytes_text(0, 800), bytes_text(1_500, 2_000_000), bytes_text(3 * 10**9, 12 * 10**9)
+    ('0/800 bytes', '0.0/2.0 MB', '3/12 GB')
+    """
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if total >= size:
+            digits = 0 if total >= 10 * size else 1
+            return f"{done / size:.{digits}f}/{total / size:.{digits}f} {unit}"
+    return f"{done:,}/{total:,} bytes"
+
+
 class Progress:
-    """The bar; every method does nothing unless ``enabled``."""
+    """The bar; every method does nothing unless ``enabled``. ``total`` files of
+    ``total_bytes`` bytes in all (``0``: unknown, standard input: files alone)."""
 
     def __init__(
         self,
@@ -47,22 +63,29 @@ class Progress:
         enabled: bool,
         width: int = 80,
         clock: Callable[[], float] = time.monotonic,
+        total_bytes: int = 0,
     ) -> None:
         self.stream = stream
         self.total = total
+        self.total_bytes = total_bytes
         self.enabled = enabled
         self.width = max(40, min(width, 80))
         self.clock = clock
         self.done = 0
+        self.done_bytes = 0  # the bytes of the files before the current one
+        self._size = 0
         self._name = ""
         self._drawn = False
         self._start = clock() if enabled else 0.0
         self._last = -1.0
 
-    def step(self, name: str) -> None:
-        """File ``name`` is next (a run's file name: written as :func:`printable` text)."""
+    def step(self, name: str, size: int = 0) -> None:
+        """File ``name`` of ``size`` bytes is next (a run's file name: written as
+        :func:`printable` text)."""
         if not self.enabled:
             return
+        self.done_bytes += self._size
+        self._size = size
         self._name = printable(name)
         self.done += 1
         self._last = -1.0
@@ -82,13 +105,21 @@ class Progress:
         self._draw(fraction)
 
     def _draw(self, fraction: float) -> None:
-        done = (self.done - 1 + max(0.0, min(fraction, 1.0))) / max(1, self.total)
+        fraction = max(0.0, min(fraction, 1.0))
+        text = f"{self.done}/{self.total} files"
+        if self.total_bytes > 0:
+            read = min(self.done_bytes + int(fraction * self._size), self.total_bytes)
+            done = read / self.total_bytes
+            text += f", {bytes_text(read, self.total_bytes)}"
+        else:
+            done = (self.done - 1 + fraction) / max(1, self.total)
         filled = int(_BAR * done)
-        text = f"[{'#' * filled}{'-' * (_BAR - filled)}] {self.done}/{self.total} "
-        if fraction > 0:
-            text += f"{int(100 * fraction)}% "
+        text = f"[{'#' * filled}{'-' * (_BAR - filled)}] {text} "
         room = self.width - 1 - len(text)
-        label = self._name if len(self._name) <= room else "..." + self._name[-(room - 3) :]
+        if len(self._name) <= room:
+            label = self._name
+        else:  # the end of the name tells the files apart; no room: no name
+            label = "..." + self._name[-(room - 3) :] if room > 8 else ""
         self.stream.write("\r" + (text + label).ljust(self.width - 1))
         self.stream.flush()
         self._drawn = True

@@ -15,9 +15,15 @@ A file is one of:
   :class:`Log`, read line by line. A file ending in ``.jsonl`` or ``.ndjson`` is read
   as a log (unless it is a CLI's transcript, below), any other file when it holds more
   than one JSON value;
-- a **coding-agent CLI's transcript** (Claude Code, Codex, Gemini CLI), told from a log
-  by its first line: an :class:`~loopfuse.cli.agent_sessions.AgentSession`, whose runs
+- a **coding-agent CLI's transcript** (Claude Code, Codex, Gemini CLI, Copilot CLI),
+  told from a log by its first line, a whole-file session (an older Gemini CLI's, an
+  ``opencode export``; in a ``.jsonl`` file too, when it is one JSON document written
+  over several lines) or OpenCode's SQLite database: an
+  :class:`~loopfuse.cli.agent_sessions.AgentSession`, whose runs
   :mod:`loopfuse.cli.agent_sessions` reads.
+
+JSON of a shape no reader here knows is :class:`NotUnderstood` (an :class:`InputError`
+reported apart, with the tool calls it seems to hold), never a clean file.
 
 Which dialect a body is in, and where its turns are, is :mod:`loopfuse.intent`'s
 business: this module knows file formats only.
@@ -64,17 +70,20 @@ from loopfuse.cli.loglines import (
     read_lines,
     size_text,
 )
+from loopfuse.cli.seen_calls import seeming_calls
 from loopfuse.errors import LoopfuseError
 from loopfuse.intent import json_loads
 
 __all__ = [
     "LOG_SUFFIXES",
     "MAX_FILE_BYTES",
+    "NOT_UNDERSTOOD",
     "SCAN_SUFFIXES",
     "STDIN",
     "TRAJECTORY_KEYS",
     "InputError",
     "Log",
+    "NotUnderstood",
     "Source",
     "Transcript",
     "collect",
@@ -127,6 +136,30 @@ class InputError(LoopfuseError):
         return (type(self), (self.name, self.problem))
 
 
+NOT_UNDERSTOOD: Final = "format not understood"
+"""How a report names a :class:`NotUnderstood` file."""
+
+
+class NotUnderstood(InputError):
+    """A file ``scan`` read but whose calls it could not: JSON (or JSON Lines) of a
+    shape no reader knows, or of a known shape read without a single tool call while it
+    plainly holds some. Never reported clean: reported apart from the unreadable files,
+    with ``calls``, the tool calls it seems to hold
+    (:func:`~loopfuse.cli.seen_calls.seeming_calls`), and an input error's exit status.
+    ``str()`` is ``"<name>: format not understood: <why> (it seems to hold N tool
+    calls)"``.
+    """
+
+    def __init__(self, name: str, why: str, calls: int = 0) -> None:
+        held = f" (it seems to hold {calls:,} tool call{'s' * (calls != 1)})" if calls else ""
+        super().__init__(name, f"{NOT_UNDERSTOOD}: {why}{held}")
+        self.why = why
+        self.calls = calls
+
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, int]]:  # type: ignore[override]
+        return (type(self), (self.name, self.why, self.calls))
+
+
 @dataclass(frozen=True, slots=True)
 class Transcript:
     """One conversation: a request body, or a trajectory with its metadata in ``meta``.
@@ -159,6 +192,9 @@ class Log:
 Source = Transcript | Log | AgentSession
 """What a file is; an :class:`~loopfuse.cli.agent_sessions.AgentSession` is a coding-agent
 CLI's own transcript (Claude Code, Codex, Gemini CLI), recognised by its first line."""
+
+_SQLITE: Final = b"SQLite format 3\x00"
+"""How a SQLite database starts (OpenCode's ``opencode.db``)."""
 
 _HEAD_BYTES: Final = 64 * 1024
 """Bytes read to recognise a CLI's transcript by its first line."""
@@ -205,6 +241,12 @@ def read_path(path: Path) -> Source:
     try:
         with _open_regular(path) as handle:
             size = os.fstat(handle.fileno()).st_size
+            if path.suffix.lower() == ".db" or not log:
+                magic = handle.read(len(_SQLITE))
+                handle.seek(0)
+                if magic == _SQLITE:  # OpenCode keeps its sessions in a database
+                    return AgentSession(name, "opencode", size, partial(_open_regular, path),
+                                        kind="database")  # fmt: skip
             if log:
                 head = handle.read(_HEAD_BYTES) or b""
                 _check_start(name, head[:8192], size)
@@ -213,6 +255,13 @@ def read_path(path: Path) -> Source:
                     # Opened (and checked) again when it is read, one bounded line at a time.
                     opener = partial(_open_regular, path)
                     return AgentSession(name, agent, size, opener, max_line=MAX_FILE_BYTES)
+                if size <= MAX_FILE_BYTES and _pretty_document(head):
+                    # One JSON document spread over lines (a session saved whole, named
+                    # .jsonl): read as the document it is, whatever its name says.
+                    data = head + _read_limited(name, handle, size - len(head), "")
+                    document = _document(data)
+                    if document is not None:
+                        return read_bytes(name, data)
                 return Log(name, size, lambda: _read_log(path))
             if size > MAX_FILE_BYTES:
                 raise InputError(
@@ -224,6 +273,33 @@ def read_path(path: Path) -> Source:
     except OSError as exc:
         raise _unreadable(name, exc) from None
     return read_bytes(name, data)
+
+
+def _pretty_document(head: bytes) -> bool:
+    """Whether a ``.jsonl`` file starts like one JSON object written over several lines:
+    its first line opens an object and is not a JSON value by itself."""
+    text = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+    end = text.find(b"\n")
+    if end < 0:
+        return False
+    first = text[:end].strip()
+    if not first.startswith(b"{"):
+        return False
+    try:
+        json_loads(first)
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
+def _document(data: bytes) -> object | None:
+    """``data`` as one JSON value, or ``None`` when it is not one (a log whose first
+    line is damaged is read as a log)."""
+    try:
+        value: object = json_loads(data.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        return None
+    return value
 
 
 def read_stdin(stream: BinaryIO) -> Source:
@@ -331,8 +407,9 @@ def read_bytes(name: str, data: bytes, *, log: bool = False) -> Source:
         raise InputError(name, "JSON nested too deeply") from None
     except ValueError as exc:  # e.g. an integer over the int/str digit limit
         raise InputError(name, f"not valid JSON: {exc}") from None
-    if agent_of_document(value) is not None:  # an older Gemini CLI's whole-file session
-        return AgentSession(name, "gemini", len(data), lambda: io.BytesIO(data), whole=True)
+    agent = agent_of_document(value)
+    if agent is not None:  # a whole-file session: an older Gemini CLI's, an OpenCode export
+        return AgentSession(name, agent, len(data), lambda: io.BytesIO(data), whole=True)
     if isinstance(value, dict) and is_wrapper(value):
         try:
             entry = entry_of(1, value, len(data))
@@ -376,10 +453,11 @@ def _first_line_is_json(text: str) -> bool:
 
 def _transcript(name: str, value: object) -> Transcript:
     if not isinstance(value, dict):
-        raise InputError(
-            name,
-            f"expected a JSON object (a request body or a trajectory), got {json_type(value)}",
-        )
+        problem = f"expected a JSON object (a request body or a trajectory), got {json_type(value)}"
+        calls = seeming_calls(value)
+        if calls:  # a list of messages, say: JSON whose calls no reader here reads
+            raise NotUnderstood(name, problem, calls)
+        raise InputError(name, problem)
     if isinstance(value.get("messages"), list) and TRAJECTORY_KEYS & value.keys():
         body = {key: item for key, item in value.items() if key not in TRAJECTORY_KEYS}
         meta = {
@@ -389,5 +467,5 @@ def _transcript(name: str, value: object) -> Transcript:
         }
         return Transcript(name, "trajectory", body, meta)
     if not any(key in value for key in CONVERSATION_KEYS):
-        raise InputError(name, not_a_request(value))
+        raise NotUnderstood(name, not_a_request(value), seeming_calls(value))
     return Transcript(name, "request", value)

@@ -32,7 +32,7 @@ import loopfuse
 from loopfuse.cli.config import OPTIONS, Settings, value_of
 from loopfuse.cli.escape import json_text, printable
 from loopfuse.cli.names import shown_name
-from loopfuse.cli.readers import InputError
+from loopfuse.cli.readers import InputError, NotUnderstood
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.summary import (
     Summary,
@@ -220,7 +220,7 @@ def _summary_lines(summary: Summary, style: Style, width: int, folder: str | Non
     if summary.files:
         files += f": {summary.clean:,} clean, {summary.flagged:,} flagged"
         if summary.errors:
-            files += f", {summary.errors:,} unreadable (reported on stderr)"
+            files += f", {summary.unread_text()} (reported on stderr)"
     requests = f"{summary.requests:,} replayed"
     if summary.unchecked:
         requests += f" ({summary.unchecked:,} not checked: bodies loopfuse cannot read)"
@@ -231,6 +231,20 @@ def _summary_lines(summary: Summary, style: Style, width: int, folder: str | Non
     for label, text in rows:
         lines.extend(_wrap(text, width, f"  {label:<11}", " " * 13))
     return lines
+
+
+def _error(error: InputError) -> dict[str, object]:
+    """A file not scanned, for programs: ``kind`` says whether it could not be read
+    (``"unreadable"``) or was read but not understood (``"not understood"``, with the
+    tool ``calls`` it seems to hold)."""
+    if isinstance(error, NotUnderstood):
+        return {
+            "file": error.name,
+            "problem": error.problem,
+            "kind": "not understood",
+            "calls": error.calls,
+        }
+    return {"file": error.name, "problem": error.problem, "kind": "unreadable"}
 
 
 def render_json(
@@ -259,7 +273,7 @@ def render_json(
         "settings": options,
         "folder": folder,
         "files": files,
-        "errors": [{"file": error.name, "problem": error.problem} for error in errors],
+        "errors": [_error(error) for error in errors],
         "problems": list(problems),
         "summary": {
             **{k: v for k, v in dataclasses.asdict(summary).items() if k != "price"},

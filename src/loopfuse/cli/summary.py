@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from loopfuse.cli.config import GUARDS
-from loopfuse.cli.readers import InputError
+from loopfuse.cli.readers import InputError, NotUnderstood
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.tokens import Price
 from loopfuse.detector.signals import signal_of
@@ -73,6 +73,11 @@ class Summary:
     """The guard's mode replayed (``--mode``)."""
     noted: dict[str, int] | None = None
     """Requests each guard let go on with a note for the model (``acted``: stopped)."""
+    not_understood: int = 0
+    """Of the ``errors``, the files read but not understood (a format no reader knows;
+    :class:`~loopfuse.cli.readers.NotUnderstood`): never counted clean."""
+    unjudged_calls: int = 0
+    """The tool calls those files seem to hold, none of them judged."""
 
     @classmethod
     def of(
@@ -127,7 +132,23 @@ class Summary:
             price=price,
             mode=mode,
             noted={guard: noted[guard] for guard in GUARDS},
+            not_understood=sum(isinstance(error, NotUnderstood) for error in errors),
+            unjudged_calls=sum(error.calls for error in errors if isinstance(error, NotUnderstood)),
         )
+
+    def unread_text(self) -> str:
+        """The files not scanned, as the summary words them: ``2 unreadable, 3 not
+        understood (format unknown; 120 tool calls not judged)``; ``""`` when none."""
+        parts = []
+        unreadable = self.errors - self.not_understood
+        if unreadable:
+            parts.append(f"{unreadable:,} unreadable")
+        if self.not_understood:
+            text = f"{self.not_understood:,} not understood (format unknown"
+            if self.unjudged_calls:
+                text += f"; {plural(self.unjudged_calls, 'tool call')} not judged"
+            parts.append(text + ")")
+        return ", ".join(parts)
 
     @property
     def found(self) -> bool:

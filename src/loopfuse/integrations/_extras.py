@@ -1,4 +1,10 @@
-"""Optional extras: a clear error, naming the ``pip install`` command, when one is missing."""
+"""Optional extras: a clear error, naming the ``pip install`` command, when one is missing.
+
+loopfuse is not published on PyPI yet, so ``pip install 'loopfuse[openai]'`` fails; the
+command named is the one that works, run in a clone of the repository (the README's
+Install section): ``pip install '.[openai]'``. :func:`install_command` is the one place
+that says it, for the errors here and for the docs test that checks every install line.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from typing import Any
 
 from loopfuse.errors import LoopfuseError
 
-__all__ = ["MissingExtraError", "installed", "require", "stand_in"]
+__all__ = ["MissingExtraError", "install_command", "installed", "require", "stand_in"]
 
 
 class MissingExtraError(LoopfuseError, ImportError):
@@ -16,11 +22,20 @@ class MissingExtraError(LoopfuseError, ImportError):
     It is also an :class:`ImportError`, and its message names the command that fixes it.
 
     >>> try:
-    ...     require("surely_not_installed_here", extra="openai", what="GuardTransport")
+    ...     require("not_here", extra="openai", what="GuardTransport")
     ... except ImportError as exc:
     ...     print(exc)
-    GuardTransport needs surely_not_installed_here: pip install 'loopfuse[openai]'
+    GuardTransport needs not_here: pip install '.[openai]' in a loopfuse clone (not on PyPI yet)
     """
+
+
+def install_command(extra: str) -> str:
+    """The command that installs loopfuse's ``extra``, as the README's Install section says.
+
+    >>> install_command("redis")
+    "pip install '.[redis]' in a loopfuse clone (not on PyPI yet)"
+    """
+    return f"pip install '.[{extra}]' in a loopfuse clone (not on PyPI yet)"
 
 
 def installed(module: str) -> bool:
@@ -35,7 +50,7 @@ def require(*modules: str, extra: str, what: str) -> None:
     """Raise :class:`MissingExtraError` unless at least one of ``modules`` is installed."""
     if not any(installed(name) for name in modules):
         names = " or ".join(modules)
-        raise MissingExtraError(f"{what} needs {names}: pip install 'loopfuse[{extra}]'")
+        raise MissingExtraError(f"{what} needs {names}: {install_command(extra)}")
 
 
 def stand_in(name: str, *, package: str, extra: str) -> type[Any]:
@@ -45,16 +60,16 @@ def stand_in(name: str, *, package: str, extra: str) -> type[Any]:
     and its docs build, without the extra), and subscripted like a generic; creating an
     instance raises :class:`MissingExtraError` naming the install command.
 
-    >>> Base = stand_in("AgentMiddleware", package="langchain", extra="langchain")
+    >>> Base = stand_in("AgentMiddleware", package="langchain", extra="otel")  # any extra
     >>> class Middleware(Base[int]):
     ...     pass
     >>> try:
     ...     Middleware()
     ... except ImportError as exc:
     ...     print(exc)
-    AgentMiddleware needs langchain: pip install 'loopfuse[langchain]'
+    AgentMiddleware needs langchain: pip install '.[otel]' in a loopfuse clone (not on PyPI yet)
     """
-    message = f"{name} needs {package}: pip install 'loopfuse[{extra}]'"
+    message = f"{name} needs {package}: {install_command(extra)}"
 
     def __init__(self: object, *args: object, **kwargs: object) -> None:
         raise MissingExtraError(message)

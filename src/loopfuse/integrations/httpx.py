@@ -35,9 +35,18 @@ library is read off each request (it is necessarily imported already) and the sy
 responses are built with that library's ``Response``. Types are spelled with ``httpx2``'s
 names for the checker; at run time either library's objects flow through.
 
+For the OpenAI and Anthropic SDKs, :func:`guard_client` does it in one line: it takes the
+client you made (sync or async) and returns its copy on a guarded HTTP client.
+
 Examples need the extra, so they are not run here; docs/integrations/httpx.md runs them.
 
->>> import httpx2, openai  # doctest: +SKIP
+>>> import openai  # doctest: +SKIP
+>>> from loopfuse.integrations.httpx import guard_client
+>>> client = guard_client(openai.OpenAI(api_key="sk-..."))  # doctest: +SKIP
+
+which is, spelled out:
+
+>>> import httpx2  # doctest: +SKIP
 >>> from loopfuse.integrations.httpx import GuardTransport
 >>> transport = GuardTransport(httpx2.HTTPTransport())  # doctest: +SKIP
 >>> http_client = httpx2.Client(transport=transport)  # doctest: +SKIP
@@ -47,11 +56,12 @@ Examples need the extra, so they are not run here; docs/integrations/httpx.md ru
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, cast
 
 from loopfuse.dedup import (
     DedupCache,
@@ -90,6 +100,7 @@ __all__ = [
     "GuardTransport",
     "HTTPAnswer",
     "SessionResolver",
+    "guard_client",
     "retry_after",
 ]
 
@@ -552,4 +563,89 @@ def retry_after(response: Response) -> float | None:
             continue
         if seconds == seconds and 0 < seconds < float("inf"):
             return seconds
+    return None
+
+
+_SDKClient = TypeVar("_SDKClient")
+
+
+def guard_client(
+    client: _SDKClient,
+    guard: Guard | None = None,
+    *,
+    transport: Any = None,
+    session_header: str | None = "x-session-id",
+    session_id: SessionResolver | None = None,
+    namespace_header: str | None = "x-loopfuse-cache-namespace",
+    paths: Iterable[str] = DEFAULT_PATHS,
+    **options: Unpack[GuardOptions],
+) -> _SDKClient:
+    """``client``, an OpenAI or Anthropic SDK client, on loopfuse's guard: the one line.
+
+    Works for the clients people make: ``openai.OpenAI``, ``openai.AsyncOpenAI`` (and
+    Azure's), ``anthropic.Anthropic``, ``anthropic.AsyncAnthropic``, and every client of an
+    SDK built the same way (one with ``with_options(http_client=...)`` and a
+    ``DefaultHttpxClient``). It returns the SDK's own copy of ``client`` (same key, base
+    URL, retries, timeout, headers) whose HTTP client sends through a
+    :class:`GuardTransport` (:class:`AsyncGuardTransport` for an async client) over a new
+    connection pool of the SDK's HTTP library, sized as the SDK sizes its own.
+
+    Args:
+        client: the SDK client to guard. A client given its own ``http_client`` (a proxy,
+            certificates) loses it: guard that one with :class:`GuardTransport` instead.
+        guard, session_header, session_id, namespace_header, paths, options: as for
+            :class:`GuardTransport` (``cache=DedupCache(...)``, ``mode=...``, ...).
+        transport: the transport that really sends the requests (default: the SDK's HTTP
+            library's ``HTTPTransport``; a proxy's, or a mock in tests).
+
+    Raises:
+        ConfigError: ``client`` is not a client of such an SDK.
+
+    >>> try:
+    ...     guard_client(object())
+    ... except ConfigError as exc:
+    ...     print(str(exc).split(" (")[0])
+    guard_client takes an OpenAI or Anthropic SDK client
+    """
+    copy = getattr(client, "with_options", None)
+    sdk = sys.modules.get(type(client).__module__.partition(".")[0])
+    asynchronous = inspect.iscoroutinefunction(getattr(client, "close", None))
+    default = getattr(
+        sdk, "DefaultAsyncHttpxClient" if asynchronous else "DefaultHttpxClient", None
+    )
+    library = _http_library(default)
+    if not callable(copy) or sdk is None or library is None:
+        raise ConfigError(
+            "guard_client takes an OpenAI or Anthropic SDK client (one with "
+            f"with_options(http_client=...)), not {type(client).__name__}; for another "
+            "client, give its HTTP client transport=GuardTransport(...)"
+        )
+    if transport is None:
+        limits = getattr(sdk, "DEFAULT_CONNECTION_LIMITS", None)
+        sender = library.AsyncHTTPTransport if asynchronous else library.HTTPTransport
+        transport = sender() if limits is None else sender(limits=limits)
+    wrapper = AsyncGuardTransport if asynchronous else GuardTransport
+    guarded = wrapper(
+        transport,
+        guard,
+        session_header=session_header,
+        session_id=session_id,
+        namespace_header=namespace_header,
+        paths=paths,
+        **options,
+    )
+    settings: dict[str, Any] = {"transport": guarded, "follow_redirects": True}
+    timeout = getattr(sdk, "DEFAULT_TIMEOUT", None)
+    if timeout is not None:
+        settings["timeout"] = timeout
+    http_client = (library.AsyncClient if asynchronous else library.Client)(**settings)
+    return cast(_SDKClient, copy(http_client=http_client))
+
+
+def _http_library(default_client: Any) -> ModuleType | None:
+    """The HTTP library (``httpx2`` or ``httpx``) an SDK's default HTTP client is made with."""
+    for cls in getattr(default_client, "__mro__", ()):
+        module = sys.modules.get(getattr(cls, "__module__", "").partition(".")[0])
+        if module is not None and module.__name__ in ("httpx2", "httpx"):
+            return module
     return None

@@ -21,8 +21,14 @@ decides how a run stops:
 >>> guarded = [LoopfuseMiddleware(exit_behavior="end")]  # doctest: +SKIP
 >>> agent = create_agent("openai:gpt-5", tools=tools, middleware=guarded)  # doctest: +SKIP
 
+A graph of your own (LangGraph ``StateGraph``, no ``create_agent``) calls its chat model
+itself: :meth:`LoopfuseMiddleware.guarded` is the model checked the same way, one line
+(``model = LoopfuseMiddleware().guarded(chat_model.bind_tools(tools))``). A chat model
+on an OpenAI or Anthropic client can also be guarded at the HTTP level: its
+``http_client`` on :class:`~loopfuse.integrations.httpx.GuardTransport`.
+
 Without the extra the module still imports; creating the middleware raises
-:class:`~loopfuse.integrations.MissingExtraError` naming ``pip install 'loopfuse[langchain]'``.
+:class:`~loopfuse.integrations.MissingExtraError` naming ``pip install '.[langchain]'``.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ if TYPE_CHECKING:
         ModelRequest,
     )
     from langchain.agents.middleware.types import ModelCallResult, ModelResponse
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import Runnable, RunnableConfig
     from typing_extensions import Unpack
 else:
     try:
@@ -168,6 +176,45 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
             return self._stop(decision)
         return await handler(_noted(request, decision))
 
+    def guarded(self, model: Runnable[Any, Any]) -> Runnable[Any, Any]:
+        """``model``, checked before each call as the middleware checks an agent's: for a
+        LangGraph graph of your own, which calls its chat model itself.
+
+        ``model`` is a chat model, or one with its tools bound (``bind_tools``); the
+        result is a ``Runnable`` taking what the model takes (a list of messages, a
+        prompt value, a string), sync and async. A loop is noted in what the model is sent
+        (never in the graph's state); when it goes on, the model is not called and the
+        result is an ``AIMessage`` explaining why (no tool calls, so a
+        ``tools_condition`` edge ends the run), or :class:`~loopfuse.detector.LoopDetected`
+        is raised with ``exit_behavior="error"``. The breaker, when given, counts per
+        LangGraph ``thread_id``.
+
+        >>> from loopfuse.integrations.langchain import LoopfuseMiddleware
+        >>> model = LoopfuseMiddleware().guarded(chat_model.bind_tools(tools))  # doctest: +SKIP
+        """
+        from langchain_core.runnables import RunnableLambda
+
+        def call(value: Any, config: RunnableConfig) -> Any:
+            messages = _messages_of(value)
+            decision = self.check(messages)
+            if decision is None:
+                return model.invoke(value, config)
+            if decision.refused:
+                return self._stop(decision)
+            return model.invoke(_with_note(messages, decision), config)
+
+        async def acall(value: Any, config: RunnableConfig) -> Any:
+            messages = _messages_of(value)
+            decision = await self.acheck(messages)
+            if decision is None:
+                return await model.ainvoke(value, config)
+            if decision.refused:
+                return self._stop(decision)
+            return await model.ainvoke(_with_note(messages, decision), config)
+
+        name = getattr(model, "name", None) or type(model).__name__
+        return RunnableLambda(call, afunc=acall, name=f"loopfuse({name})")
+
     def _stop(self, decision: GuardDecision) -> ModelCallResult[Any]:
         """End the run: an answer without tool calls (the agent loop ends on it), or raise."""
         assert decision.loop is not None  # every refusal is about a loop
@@ -179,13 +226,32 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
 
 
 def _noted(request: ModelRequest[Any], decision: GuardDecision) -> ModelRequest[Any]:
-    """``request`` with the note as the latest human text: appended to the last
+    """``request`` carrying the note (:func:`_with_note`)."""
+    return request.override(messages=_with_note(request.messages, decision))
+
+
+def _messages_of(value: Any) -> list[BaseMessage]:
+    """The messages of what a chat model is given: a prompt value, a string, a list."""
+    from langchain_core.messages import convert_to_messages
+    from langchain_core.prompt_values import PromptValue
+
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    if isinstance(value, str):
+        from langchain_core.messages import HumanMessage
+
+        return [HumanMessage(value)]
+    return convert_to_messages(value)
+
+
+def _with_note(messages: Sequence[Any], decision: GuardDecision) -> list[Any]:
+    """``messages`` with the note as the latest human text: appended to the last
     ``HumanMessage``, or a new one after a tool result (LangChain's provider adapters put
     it in the same user turn as the tool results where the provider wants that)."""
     from langchain_core.messages import HumanMessage
 
     note = f"[loopfuse] {decision.message}"
-    messages = list(request.messages)
+    messages = list(messages)
     last = messages[-1] if messages else None
     if isinstance(last, HumanMessage) and isinstance(last.content, str):
         merged = f"{last.content}\n\n{note}" if last.content else note
@@ -195,7 +261,7 @@ def _noted(request: ModelRequest[Any], decision: GuardDecision) -> ModelRequest[
         messages[-1] = last.model_copy(update={"content": parts})
     else:
         messages.append(HumanMessage(content=note))
-    return request.override(messages=messages)
+    return messages
 
 
 def _context(session: str | None) -> RequestContext:

@@ -18,14 +18,21 @@ or, to configure it, a ``custom_callbacks.py`` beside ``config.yaml`` holding
 ``proxy_handler_instance = LoopfuseHandler(...)`` and
 ``callbacks: custom_callbacks.proxy_handler_instance``.
 
+LiteLLM's sync SDK calls (``litellm.completion``) run no hook that can stop a request;
+:meth:`LoopfuseHandler.guarded` is the one line that guards them.
+
 >>> from loopfuse.integrations.litellm import LoopfuseHandler
 >>> handler = LoopfuseHandler(mode="note")  # doctest: +SKIP
+>>> completion = handler.guarded(litellm.completion)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, cast
 
 from loopfuse.breaker import LoopBreaker
 from loopfuse.errors import ConfigError, LoopfuseError
@@ -97,6 +104,9 @@ _LLM_FIELDS: Final = (
 )
 _IN_LITELLM: Final = RequestContext(integration="litellm")
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 SessionResolver = Callable[[Mapping[str, Any], "UserAPIKeyAuth | None"], "str | None"]
 """``(data, user_api_key_dict) -> session id``; ``None`` falls back to the end user.
 ``user_api_key_dict`` is ``None`` on the SDK path (no proxy, no key)."""
@@ -134,7 +144,9 @@ class LoopfuseHandler(CustomLogger):
     Registered in the proxy's ``callbacks``, or in ``litellm.callbacks`` for the SDK's
     async calls (``litellm.acompletion``, ``aresponses``, ``anthropic_messages``, ...).
     LiteLLM's sync SDK calls (``litellm.completion``) run no hook that can stop a request:
-    the handler logs an error the first time it sees one (see the docs for the fix).
+    guard them with :meth:`guarded` (``completion = handler.guarded(litellm.completion)``);
+    registered in ``litellm.callbacks``, the handler logs an error the first time it sees
+    an unguarded one.
 
     Args:
         guard: a :class:`~loopfuse.Guard` to share; or leave it out and pass
@@ -205,12 +217,72 @@ class LoopfuseHandler(CustomLogger):
         if decision.refused:
             model = data.get("model")
             raise LoopRefusedError(decision, model if isinstance(model, str) else "")
-        if decision.action == "note" and isinstance(decision.value, dict):
-            # Every field the note changed (the dialect copies only what it writes into:
-            # the conversation, or its system prompt, instructions, system instruction).
-            noted = decision.value
-            return {**data, **{k: v for k, v in noted.items() if data.get(k) is not v}}
+        if decision.action == "note":
+            return _noted(data, decision)
         return None
+
+    def guarded(self, call: Callable[_P, _R]) -> Callable[_P, _R]:
+        """``call``, one of LiteLLM's sync SDK calls, checked before each run.
+
+        LiteLLM's sync calls (``litellm.completion``, ``litellm.responses``,
+        ``litellm.anthropic_messages``, ...) run no hook that can stop a request, so the
+        handler in ``litellm.callbacks`` cannot guard them. This is the one line that
+        does: ``completion = handler.guarded(litellm.completion)``, then call
+        ``completion(...)`` as you called ``litellm.completion(...)``. Each call is checked
+        as the async hooks check theirs: it goes on, goes on with a note for the model
+        (in the messages it sends), or raises :class:`LoopRefusedError` without reaching
+        the provider; its outcome is reported, so a retry after a failure is not a repeat.
+        It carries a ``litellm_call_id`` (its own, or a fresh one) that tells the handler,
+        when it is also registered, that the call was checked.
+
+        Raises:
+            ConfigError: ``call`` is not a sync LiteLLM call of a checked kind
+                (:data:`GUARDED_CALL_TYPES`, ``call_types``).
+        """
+        call_type = getattr(call, "__name__", None)
+        if not callable(call) or call_type not in self.call_types:
+            kinds = ", ".join(sorted(self.call_types))
+            raise ConfigError(
+                f"guarded() takes a LiteLLM call of a checked kind ({kinds}), not {call!r}"
+            )
+        if inspect.iscoroutinefunction(call):
+            raise ConfigError(
+                f"{call_type} is async: register the handler in litellm.callbacks instead "
+                "(its deployment hook checks every async call)"
+            )
+        signature = inspect.signature(call)
+        if any(
+            p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in signature.parameters.values()
+        ):
+            raise ConfigError(f"guarded() needs every argument of {call_type} by name")
+        run = cast(Callable[..., _R], call)
+
+        @functools.wraps(call)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            data: dict[str, Any] = {}
+            for name, value in signature.bind_partial(*args, **kwargs).arguments.items():
+                if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                    data.update(value)
+                else:
+                    data[name] = value
+            call_id = data.setdefault("litellm_call_id", str(uuid.uuid4()))
+            decision = self.check(data)
+            if decision.refused:
+                model = data.get("model")
+                raise LoopRefusedError(decision, model if isinstance(model, str) else "")
+            if decision.action == "note":
+                data = _noted(data, decision)
+            if isinstance(call_id, str):
+                self._decided.put(call_id, decision, self.guard.clock())
+            try:
+                result = run(**data)
+            except Exception as exc:
+                self._report(data, getattr(exc, "status_code", None), exc)
+                raise
+            self._report(data, 200, None)
+            return result
+
+        return checked
 
     def check(self, data: Mapping[str, Any], user_api_key_dict: Any = None) -> GuardDecision:
         """The guard's decision on the LLM fields of a LiteLLM request ``data``."""
@@ -326,11 +398,20 @@ class LoopfuseHandler(CustomLogger):
         if self.unguarded_calls == 1:  # said once, loudly; counted every time
             reason = (
                 f"LoopfuseHandler cannot guard LiteLLM's sync {call_type!r} call: LiteLLM runs "
-                "no hook that can stop it. Use the async call (litellm.acompletion, ...) or "
-                "the proxy, or pass client= an SDK client on "
-                "loopfuse.integrations.httpx.GuardTransport."
+                f"no hook that can stop it. Call it through the handler: {call_type} = "
+                f"handler.guarded(litellm.{call_type}); or use the async call or the proxy."
             )
             self.guard.internal_error(RuntimeError(reason), "litellm")
+
+
+def _noted(data: dict[str, Any], decision: GuardDecision) -> dict[str, Any]:
+    """``data`` carrying the note: every field the note changed (the dialect copies only
+    what it writes into: the conversation, or its system prompt, instructions, system
+    instruction)."""
+    noted = decision.value
+    if not isinstance(noted, dict):
+        return data
+    return {**data, **{k: v for k, v in noted.items() if data.get(k) is not v}}
 
 
 def _route(data: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ check, adds the note, or raises.
 >>> result = await Runner.run(agent, "Fix the build.", hooks=LoopfuseRunHooks())  # doctest: +SKIP
 
 Without the extra the module still imports; creating the hooks raises
-:class:`~loopfuse.integrations.MissingExtraError` naming ``pip install 'loopfuse[openai-agents]'``.
+:class:`~loopfuse.integrations.MissingExtraError` naming ``pip install '.[openai-agents]'``.
 """
 
 from __future__ import annotations

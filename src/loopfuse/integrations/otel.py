@@ -16,7 +16,7 @@ in one place.
 Sessions may be end users' ids: they are only recorded (``gen_ai.conversation.id``)
 with ``record_session=True``.
 
-Needs ``opentelemetry-api`` (``pip install 'loopfuse[otel]'``); an SDK and exporters are
+Needs ``opentelemetry-api`` (``pip install '.[otel]'`` in a clone); an SDK and exporters are
 yours to set up. Without the extra the module imports; creating the callback raises
 :class:`~loopfuse.integrations.MissingExtraError`.
 

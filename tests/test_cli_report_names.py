@@ -136,3 +136,15 @@ def test_names_outside_the_folder_stay_as_they_are() -> None:
     assert shown_name("runs/a.json", None) == "runs/a.json"
     assert scanned_folder(["-"]) is None
     assert scanned_folder([]) is None
+
+
+def test_the_folder_is_of_paths_that_exist_and_not_the_root(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "a.json").write_text("{}", encoding="utf-8")
+    runs = str(tmp_path / "runs")
+    assert scanned_folder([runs]) == runs
+    assert scanned_folder([f"{runs}/a.json"]) == runs  # a file: its folder
+    assert scanned_folder([runs, str(tmp_path / "missing.json")]) == runs
+    assert scanned_folder([str(tmp_path / "missing.json")]) is None
+    assert scanned_folder([runs, "/"]) is None  # only the root in common
+    assert scanned_folder(["/x/sessions", "/y/sessions"], folders=True) is None

@@ -335,7 +335,7 @@ def run_scan(
         results, errors, settings.guards, settings.price_per_mtok, mode=settings.guard.mode
     )
     if agents:
-        folder = scanned_folder(_agent_folders(agents), is_dir=lambda _: True)
+        folder = scanned_folder(_agent_folders(agents), folders=True)
     else:
         folder = scanned_folder(paths)
     errors = places + errors  # listed in the report, counted apart from the files

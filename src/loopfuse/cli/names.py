@@ -7,9 +7,9 @@ terminal, off it). The scanned folder is the one given; of several paths (folder
 files), the deepest folder that holds them all; of one file, its folder. The JSON
 report keeps each file's path as it was found (programs open it) and says the folder.
 
->>> scanned_folder(["/home/me/runs"], is_dir=lambda path: True)
+>>> scanned_folder(["/home/me/runs"], folders=True)
 '/home/me/runs'
->>> scanned_folder(["/home/me/runs/a.json", "/home/me/b/c.json"], is_dir=lambda path: False)
+>>> scanned_folder(["/home/me/runs/a", "/home/me/b"], folders=True)
 '/home/me'
 >>> shown_name("/home/me/runs/deep/run.json", "/home/me/runs")
 'deep/run.json'
@@ -20,29 +20,33 @@ report keeps each file's path as it was found (programs open it) and says the fo
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 __all__ = ["scanned_folder", "shown_name"]
 
 STDIN = "-"
 
 
-def scanned_folder(
-    paths: Sequence[str], is_dir: Callable[[str], bool] = os.path.isdir
-) -> str | None:
+def scanned_folder(paths: Sequence[str], *, folders: bool = False) -> str | None:
     """The absolute folder that the report's names are relative to, for a scan of
-    ``paths`` (``None`` when there is none: standard input alone, or no path)."""
-    folders = [
-        os.path.abspath(path if is_dir(path) else os.path.dirname(path) or os.curdir)
-        for path in paths
-        if path != STDIN
-    ]
-    if not folders:
+    ``paths`` (all of them folders, existing or not, with ``folders``). ``None`` when
+    there is none: standard input alone, paths that do not exist, or only the file
+    system's root in common (names relative to it would tell nothing more)."""
+    found = []
+    for path in paths:
+        if path == STDIN:
+            continue
+        if folders or os.path.isdir(path):
+            found.append(os.path.abspath(path))
+        elif os.path.lexists(path):
+            found.append(os.path.dirname(os.path.abspath(path)))
+    if not found:
         return None
     try:
-        return os.path.commonpath(folders)
+        common = os.path.commonpath(found)
     except ValueError:  # no folder in common (paths on different Windows drives)
         return None
+    return None if os.path.dirname(common) == common else common
 
 
 def shown_name(name: str, folder: str | None) -> str:

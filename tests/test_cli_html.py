@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import unicodedata
@@ -297,3 +298,36 @@ def test_a_retry_storm_timeline_shows_the_requests_since_the_first_send(
     assert svg.count("(not spent)</title>") == 5
     assert '<rect class="loop"' in svg  # since the request was first sent, in its session
     assert "the guard acts here, line 3" in svg
+
+
+def _rows(dom: str) -> list[str]:
+    body = dom[dom.index('<table id="runs">') :]
+    return body[body.index("<tbody>") : body.index("</tbody>")].split("<tr")[1:]
+
+
+@needs_chromium
+def test_the_table_lists_flagged_runs_first_and_what_was_not_spent(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(render(runs, capsys), encoding="utf-8")
+    dom, _ = browse(page, tmp_path / "profile")
+    # In the order of the timelines above, the flagged ones first, then the clean one.
+    names = [re.findall(r"[a-z]-(?:loop|fine)\.json", row)[0] for row in _rows(dom)]
+    assert names == ["a-loop.json", "c-loop.json", "b-fine.json"]
+    heads = re.findall(r"<th [^>]*>([^<]*)</th>", dom[dom.index('<table id="runs">') :])
+    assert heads[-2:] == ["requests not spent", "tokens not spent"]
+    dom, _ = browse(page, tmp_path / "profile", "#sort=unsent:desc")
+    first = _rows(dom)[0]
+    assert "c-loop.json" in first  # 30 requests, the most refused
+    assert 'aria-sort="descending"' in dom
+
+
+def test_runs_are_named_in_the_scanned_folder(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = render(runs, capsys)
+    text = " ".join(parse(page).text)
+    assert f"folder {runs}" in text  # said once, in the summary
+    assert page.count(f">{runs}") == 1
+    assert f'<h3><code title="{runs / "a-loop.json"}">a-loop.json</code></h3>' in page

@@ -264,7 +264,6 @@ def test_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        ([], "choose a command"),
         (["scan"], "the following arguments are required: PATH"),
         (["scan", "x.json", "--format", "xml"], "argument --format: invalid choice: 'xml'"),
         (["scan", "x.json", "--max-strikes", "-1"], "--max-strikes must be an integer >= 0"),

@@ -3,7 +3,9 @@
 ``loopfuse hook`` runs before and after every tool call of a coding agent, so it must
 start fast: this entry point hands ``hook`` and ``init`` to their own modules before
 anything of ``loopfuse scan`` is imported; every other command goes to
-:func:`loopfuse.cli.main.main`.
+:func:`loopfuse.cli.main.main`. Imports go one way: this module imports
+:mod:`loopfuse.cli.main` (which hands ``hook`` and ``init`` to their modules itself when
+called from Python), never the reverse.
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     group = parser.add_argument_group("detector (as in loopfuse scan)")
     for option in detector_options():
         if option.kind.switch:
-            group.add_argument(option.flag, action=argparse.BooleanOptionalAction)
+            group.add_argument(option.flag, action=argparse.BooleanOptionalAction, help=option.help)
         else:
             group.add_argument(option.flag, metavar="VALUE", help=option.help)
     return parser
@@ -256,6 +256,9 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     if argv is not None and any(a in ("-h", "--help") for a in argv):
         build_parser().print_help()
         return 0
+    if _typed_at_a_terminal():
+        sys.stderr.write(AT_A_TERMINAL)
+        return 2
     try:
         raw = sys.stdin.buffer.read()
     except (OSError, ValueError):
@@ -270,6 +273,25 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
         except (OSError, ValueError):
             pass
     return status
+
+
+AT_A_TERMINAL: Final = (
+    "loopfuse hook: error: Claude Code, Codex and Gemini CLI run this at each tool call, "
+    "with the call's event (JSON) on stdin; it is not typed at a terminal.\n"
+    "To install it: loopfuse init --agent claude-code|codex|gemini "
+    "(loopfuse hook --help says more)\n"
+)
+"""What ``loopfuse hook`` says, on stderr, when a person types it at a terminal."""
+
+
+def _typed_at_a_terminal() -> bool:
+    """Whether stdin is a terminal: a person typed ``loopfuse hook``, and reading stdin
+    would wait for input that never comes. Every CLI writes the event to the hook's stdin
+    through a pipe, so a CLI never meets this (and its usage status 2)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin, or a closed one: not a terminal
+        return False
 
 
 MAX_START_LAG: Final = 5.0
@@ -539,7 +561,8 @@ def _on_loop(
     if settings.mode == "note" or (settings.mode == "warn" and key not in state.noted):
         state.noted[key] = now
         return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
-    message = f"[loopfuse] {_refusal_text(found, batches)}"
+    refusal, count = _refusal_text(found, batches)
+    message = f"[loopfuse] {refusal}"
     if settings.mode == "warn":
         message = f"{message} {_IGNORED_NOTE}"
     action = "deny"
@@ -547,23 +570,26 @@ def _on_loop(
         action = "end"
         message = f"{message} {_ENDED}"
     state.refused[key] = now
-    logged = f"call refused ({found.kind}, {found.count}x): {event.tool_name}"
+    # The log counts what the model's message counts (see _refusal_text).
+    logged = f"call refused ({found.kind}, {count}x): {event.tool_name}"
     if action == "end":
-        logged = f"session ended ({found.kind}, {found.count}x): {event.tool_name}"
+        logged = f"session ended ({found.kind}, {count}x): {event.tool_name}"
         if event.agent == "codex":
             action = "deny"
             logged = f"{logged.replace('session ended', 'call refused')}; Codex cannot be ended"
     return action, message, logged
 
 
-def _refusal_text(found: LoopDetected, batches: list[list[list[object]]]) -> str:
-    """The detector's message for a refused batch, saying how many identical calls ran.
+def _refusal_text(found: LoopDetected, batches: list[list[list[object]]]) -> tuple[str, int]:
+    """The detector's message for a refused batch, saying how many identical calls ran,
+    and that count (``hook.log`` gives the same one).
 
     A repeat's ``count`` is the batches asked for in a row, this one included, and
     refused ones too (a refused batch counts, so that asking again stays refused); none
     of those ran. The model is told the ones that did: ``count`` less this one and the
     refused ones just before it (a refused batch is always the newest of its streak)."""
     text = found.message
+    count = found.count
     if found.kind == "repeat":
         refused_before = 0
         for batch in reversed(batches):
@@ -574,7 +600,8 @@ def _refusal_text(found: LoopDetected, batches: list[list[list[object]]]) -> str
         said = f" the same arguments {found.count} times in a row"
         if ran >= 1 and said in text:
             text = text.replace(said, f" the same arguments {ran} times in a row", 1)
-    return f"{text} This call was refused: it did not run."
+            count = ran
+    return f"{text} This call was refused: it did not run.", count
 
 
 def batch_key(batch: list[list[object]]) -> str:

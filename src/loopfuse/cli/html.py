@@ -1,14 +1,18 @@
 """The HTML report (``--format html``): one self-contained file to look at.
 
 The summary, one timeline per flagged run (:mod:`loopfuse.cli.timeline`) with its
-findings, and a table of every run that sorts (click a heading) and filters (type, or
-tick "flagged only"). No network: inline CSS and SVG, a few lines of plain JavaScript,
-and a Content-Security-Policy that forbids loading anything. Every text that comes from
-a run (file names, outcomes, tool names and arguments, answers, messages, session ids,
-errors) is escaped (:func:`~loopfuse.cli.escape.esc`: hidden and control characters
-replaced, bidi overrides included); none of it is ever put inside the script or the
-style sheet. The page reads ``#filter=TEXT&flagged=1&sort=COLUMN:desc`` from its
-address, so a link can open it filtered and sorted.
+findings, and a table of every run, the flagged ones first, with what the guard did not
+spend of each (requests and tokens), that sorts (click a heading) and filters (type, or
+tick "flagged only"). Files are named relative to the scanned folder, which the summary
+gives (:mod:`~loopfuse.cli.names`); the whole path shows on hovering a name. No network:
+inline CSS and SVG, a few lines of plain JavaScript, and a Content-Security-Policy that
+forbids loading anything. Every text that comes from a run (file names, outcomes, tool
+names and arguments, answers, messages, session ids, errors) is escaped
+(:func:`~loopfuse.cli.escape.esc`: hidden and control characters replaced, bidi
+overrides included); none of it is ever put inside the script or the style sheet. The
+page reads ``#filter=TEXT&flagged=1&sort=KEY:desc`` from its address (the keys: file,
+kind, outcome, requests, findings, kinds, unsent, tokens), so a link can open it
+filtered and sorted.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Final
 
 import loopfuse
 from loopfuse.cli.escape import esc
+from loopfuse.cli.names import shown_name
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.report import run_header
 from loopfuse.cli.results import FileResult, Finding
@@ -117,14 +122,20 @@ _POLICY: Final = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 )
 _COLUMNS: Final = (
-    ("file", "file", "text"),
-    ("kind", "kind", "text"),
-    ("outcome", "outcome", "text"),
-    ("requests", "requests", "num"),
-    ("findings", "findings", "num"),
-    ("kinds", "kinds", "text"),
-    ("refused", "requests the guard acted on", "num"),
-    ("tokens", "tokens not spent", "num"),
+    # (key, for #sort=KEY; heading; what the heading says on hovering; text or number)
+    ("file", "file", "the file, in the scanned folder", "text"),
+    ("kind", "kind", "what the file holds", "text"),
+    ("outcome", "outcome", "the run's outcome, as the file records it", "text"),
+    ("requests", "requests", "requests replayed", "num"),
+    ("findings", "findings", "loops found", "num"),
+    ("kinds", "kinds", "the kinds of loop found", "text"),
+    (
+        "unsent",
+        "requests not spent",
+        "requests the guard refused or answered from the cache: never sent to the model",
+        "num",
+    ),
+    ("tokens", "tokens not spent", "the tokens of those requests and their answers", "num"),
 )
 
 
@@ -133,8 +144,10 @@ def render_html(
     errors: Sequence[InputError],
     summary: Summary,
     problems: Sequence[str] = (),
+    folder: str | None = None,
 ) -> str:
-    """The whole page."""
+    """The whole page; ``folder`` is the scanned folder, the files' names are relative
+    to it."""
     flagged = [result for result in results if not result.clean]
     palette = Palette(flagged)
     title = f"loopfuse scan: {summary.flagged:,} flagged of {summary.files:,} runs"
@@ -152,24 +165,26 @@ def render_html(
         "<body>",
         "<h1>loopfuse scan</h1>",
         f'<p class="lead">{esc(title)}; loopfuse {esc(loopfuse.__version__)}.</p>',
-        *_summary(summary),
+        *_summary(summary, folder),
     ]
     if flagged:
         out.append(f'<h2 id="flagged">Flagged runs ({len(flagged):,})</h2>')
         for number, result in enumerate(flagged, start=1):
-            out += _run(number, result, palette)
-    out += _table(results, flagged)
-    out += _errors(errors, problems)
+            out += _run(number, result, palette, folder)
+    out += _table(results, flagged, folder)
+    out += _errors(errors, problems, folder)
     out += [f"<script>{_SCRIPT}</script>", "</body>", "</html>"]
     return "\n".join(out) + "\n"
 
 
-def _summary(summary: Summary) -> list[str]:
+def _summary(summary: Summary, folder: str | None) -> list[str]:
     files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
     if summary.errors:
         files += f", {summary.unread_text()}"
     # Every row is escaped whole (the run's outcomes in it as well), so they go in as is.
     rows = summary.rows(files, f"{summary.requests:,} replayed", str)
+    if folder is not None:
+        rows = [("folder", folder), *rows]
     body = "".join(f"<tr><th>{esc(label)}</th><td>{esc(text)}</td></tr>" for label, text in rows)
     return ['<h2 id="summary">Summary</h2>', f'<table class="summary">{body}</table>']
 
@@ -192,10 +207,15 @@ def _legend(result: FileResult, palette: Palette) -> str:
     return f'<ul class="legend">{"".join(items)}</ul>'
 
 
-def _run(number: int, result: FileResult, palette: Palette) -> list[str]:
+def _name(result: FileResult, folder: str | None) -> str:
+    """The run's file, named in the folder, its whole path on hovering."""
+    return f'<code title="{esc(result.name)}">{esc(shown_name(result.name, folder))}</code>'
+
+
+def _run(number: int, result: FileResult, palette: Palette, folder: str | None) -> list[str]:
     out = [
         f'<article class="run" id="run-{number}">',
-        f"<h3><code>{esc(result.name)}</code></h3>",
+        f"<h3>{_name(result, folder)}</h3>",
         f'<p class="meta">{esc(run_header(result))}</p>',
         timeline_svg(result, palette),
         _legend(result, palette),
@@ -232,27 +252,33 @@ def _finding(result: FileResult, finding: Finding) -> str:
     return f"<li>{''.join(parts)}</li>"
 
 
-def _table(results: Sequence[FileResult], flagged: Sequence[FileResult]) -> list[str]:
+def _table(
+    results: Sequence[FileResult], flagged: Sequence[FileResult], folder: str | None
+) -> list[str]:
+    """Every run, the flagged ones first (in the order of their timelines above)."""
     anchors = {id(result): number for number, result in enumerate(flagged, start=1)}
     heads = "".join(
-        f'<th data-key="{key}" data-type="{kind}" title="{esc(help_)}">{key}</th>'
-        for key, help_, kind in _COLUMNS
+        f'<th data-key="{key}" data-type="{kind}" title="{esc(help_)}">{esc(heading)}</th>'
+        for key, heading, help_, kind in _COLUMNS
     )
     rows = []
-    for result in results:
+    clean = [result for result in results if result.clean]
+    for result in [*flagged, *clean]:
         kinds = ", ".join(sorted({s.kind for f in result.findings for s in f.spans}))
         number = anchors.get(id(result))
-        name = esc(result.name)
+        name = _name(result, folder)
         link = f'<a href="#run-{number}">{name}</a>' if number else name
+        estimated = result.tokens_estimated and result.spared_tokens
+        tokens = f"{'~' if estimated else ''}{result.spared_tokens:,}"
         cells = [
-            (result.name, link),
+            (shown_name(result.name, folder), link),
             (result.kind, esc(result.kind)),
             (result.meta.get("outcome", ""), esc(result.meta.get("outcome", ""))),
             (result.requests, f"{result.requests:,}"),
             (len(result.findings), f"{len(result.findings):,}"),
             (kinds, esc(kinds)),
             (result.spared_requests, f"{result.spared_requests:,}"),
-            (result.spared_tokens, f"{result.spared_tokens:,}"),
+            (result.spared_tokens, tokens),
         ]
         tds = "".join(
             f'<td data-v="{esc(value)}"{_NUM if isinstance(value, int) else ""}>{shown}</td>'
@@ -269,9 +295,12 @@ def _table(results: Sequence[FileResult], flagged: Sequence[FileResult]) -> list
     ]
 
 
-def _errors(errors: Sequence[InputError], problems: Sequence[str]) -> list[str]:
+def _errors(errors: Sequence[InputError], problems: Sequence[str], folder: str | None) -> list[str]:
     if not errors and not problems:
         return []
-    items = [f"<li><code>{esc(error)}</code></li>" for error in errors]
+    items = [
+        f"<li><code>{esc(shown_name(error.name, folder))}: {esc(error.problem)}</code></li>"
+        for error in errors
+    ]
     items += [f"<li><code>{esc(problem)}</code></li>" for problem in problems]
     return ['<h2 id="unread">Not read</h2>', f"<ul>{''.join(items)}</ul>"]

@@ -26,7 +26,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 import loopfuse
 from loopfuse.cli import demo
@@ -36,6 +36,7 @@ from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.escape import printable
 from loopfuse.cli.html import render_html
 from loopfuse.cli.markdown import render_markdown
+from loopfuse.cli.names import scanned_folder
 from loopfuse.cli.progress import Progress
 from loopfuse.cli.readers import STDIN, InputError, collect, read_path, read_stdin
 from loopfuse.cli.report import Style, render_json, render_text
@@ -44,7 +45,7 @@ from loopfuse.cli.summary import Summary
 from loopfuse.errors import ConfigError
 from loopfuse.fields import Choice
 
-__all__ = ["main", "run_scan"]
+__all__ = ["build_parser", "command_list", "main", "run_scan"]
 
 _TITLES = {
     "scan": "what to scan",
@@ -57,20 +58,42 @@ _TITLES = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors on one line (exit status 2)."""
+    """argparse, with usage errors on one line (exit status 2); a parser that has
+    commands knows each one's one-line summary (:func:`_command`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, str] = {}
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``loopfuse`` parser: ``scan`` with a flag per option, and ``demo``."""
+def _command(
+    parser: _Parser,
+    commands: argparse._SubParsersAction[_Parser],
+    name: str,
+    summary: str,
+    **kwargs: Any,
+) -> _Parser:
+    """Add the command ``name``: its line in ``loopfuse --help`` and in the list bare
+    ``loopfuse`` prints are both ``summary``, so no command can miss either."""
+    parser.commands[name] = summary
+    return commands.add_parser(name, help=summary, **kwargs)
+
+
+def build_parser() -> _Parser:
+    """The ``loopfuse`` parser: ``scan`` with a flag per option, ``demo``, and ``init``
+    and ``hook``, listed (their own parsers are in :mod:`loopfuse.cli.init` and
+    :mod:`loopfuse.cli.hook`)."""
     parser = _Parser(prog="loopfuse", description="Stop LLM agents from burning money in loops.")
     parser.add_argument("--version", action="version", version=f"loopfuse {loopfuse.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    scan = commands.add_parser(
+    scan = _command(
+        parser,
+        commands,
         "scan",
-        help="replay recorded agent traffic through the guards",
+        "replay recorded agent traffic through the guards",
         description="Replay recorded agent traffic (request bodies, JSON Lines logs, "
         "trajectories, Claude Code, Codex, Gemini CLI and Copilot CLI transcripts, OpenCode "
         "exports, folders of them) "
@@ -104,26 +127,52 @@ def build_parser() -> argparse.ArgumentParser:
                 choices=kind.choices if isinstance(kind, Choice) else None,
                 help=help_text,
             )
-    # `hook` and `init` are run by loopfuse.cli.entry before this parser is built; they
-    # are listed here so that `loopfuse --help` shows them.
-    commands.add_parser(
-        "hook",
-        help="guard a coding-agent CLI's tool calls (run by Claude Code, Codex, Gemini CLI)",
-        add_help=False,
-    )
-    commands.add_parser(
-        "init",
-        help="install `loopfuse hook` in Claude Code, Codex or Gemini CLI",
-        add_help=False,
-    )
-    demo_parser = commands.add_parser(
-        "demo", help="scan the bundled example transcripts and explain the result"
+    demo_parser = _command(
+        parser,
+        commands,
+        "demo",
+        "replay the bundled example runs and explain what each guard did",
+        description="Replay four small synthetic runs bundled with loopfuse (a looping "
+        "agent, an edit/test cycle, a retry storm in a proxy log, a healthy run) through "
+        "the guards, print the report and what happened to each, and check each result: "
+        "a smoke test of an installation. Exit status: 0 every example came out as "
+        "expected, 1 otherwise.",
     )
     demo_parser.add_argument(
-        "--format", choices=("text", "json", "markdown", "html"), default="text"
+        "--format",
+        choices=("text", "json", "markdown", "html"),
+        default="text",
+        help="the report's format, as scan's (default: text, with the explanation)",
     )
-    demo_parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    demo_parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text report (default: auto, on a terminal unless NO_COLOR is set)",
+    )
+    # `init` and `hook` have parsers of their own (`loopfuse init --help`): main() hands
+    # them their arguments before this parser reads any; they are here to be listed.
+    _command(
+        parser,
+        commands,
+        "init",
+        "install `loopfuse hook` in Claude Code, Codex or Gemini CLI",
+        add_help=False,
+    )
+    _command(
+        parser,
+        commands,
+        "hook",
+        "what the agent CLIs run at each tool call (installed by init)",
+        add_help=False,
+    )
     return parser
+
+
+def command_list(parser: _Parser) -> str:
+    """Every command of ``parser`` on a line of its own, with its summary."""
+    width = max(map(len, parser.commands), default=0)
+    return "".join(f"  {name:<{width}}  {summary}\n" for name, summary in parser.commands.items())
 
 
 def _shown(default: object) -> str:
@@ -138,10 +187,16 @@ def _shown(default: object) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see the module docstring)."""
     args_given = list(sys.argv[1:] if argv is None else argv)
-    if args_given[:1] in (["hook"], ["init"]):
-        from loopfuse.cli.entry import main as entry
+    # `hook` and `init` run on their own parsers (the console script,
+    # loopfuse.cli.entry, hands them over without importing this module).
+    if args_given[:1] == ["hook"]:
+        from loopfuse.cli import hook
 
-        return entry(args_given)
+        return hook.main(args_given[1:])
+    if args_given[:1] == ["init"]:
+        from loopfuse.cli import init
+
+        return init.main(args_given[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(args_given)
@@ -156,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _emit(stdout, report.getvalue())
         return status
     if args.command != "scan":
-        stderr.write("loopfuse: error: choose a command: scan or demo (see loopfuse --help)\n")
+        stderr.write("loopfuse: error: choose a command (loopfuse COMMAND --help says more):\n")
+        stderr.write(command_list(parser))
         return 2
     agents = _agents(args.agent, bool(args.paths))
     if isinstance(agents, str):
@@ -205,6 +261,17 @@ def _agent_targets(agents: Sequence[str]) -> list[Path | InputError]:
     if every and any(not isinstance(target, InputError) for target in targets):
         return [target for target in targets if not isinstance(target, InputError)]
     return targets
+
+
+def _agent_folders(agents: Sequence[str]) -> list[str]:
+    """The folders where the CLIs named in ``agents`` keep their sessions (with ``all``,
+    those of the CLIs that have one)."""
+    every = tuple(agents) == ("all",)
+    roots = [
+        root for agent in (AGENTS if every else agents) for root in sessions_folder(agent).roots
+    ]
+    kept = [root for root in roots if root.is_dir()] if every else roots
+    return [str(root) for root in kept or roots]
 
 
 def run_scan(
@@ -267,16 +334,21 @@ def run_scan(
     summary = Summary.of(
         results, errors, settings.guards, settings.price_per_mtok, mode=settings.guard.mode
     )
+    if agents:
+        folder = scanned_folder(_agent_folders(agents), folders=True)
+    else:
+        folder = scanned_folder(paths)
     errors = places + errors  # listed in the report, counted apart from the files
     if settings.format == "json":
-        output = render_json(results, errors, summary, settings, problems)
+        output = render_json(results, errors, summary, settings, problems, folder)
     elif settings.format == "markdown":
-        output = render_markdown(results, errors, summary, problems)
+        output = render_markdown(results, errors, summary, problems, folder)
     elif settings.format == "html":
-        output = render_html(results, errors, summary, problems)
+        output = render_html(results, errors, summary, problems, folder)
     else:
         style = _style(settings.color, stdout)
-        output = render_text(results, errors, summary, style, _width(stdout), settings.verbose)
+        width = _width(stdout)
+        output = render_text(results, errors, summary, style, width, settings.verbose, folder)
     _emit(stdout, output.rstrip("\n") + "\n")
     if summary.found:
         return 1

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from loopfuse.cli.escape import code
+from loopfuse.cli.names import shown_name
 from loopfuse.cli.readers import InputError
 from loopfuse.cli.report import run_header
 from loopfuse.cli.results import FileResult, Finding
@@ -38,21 +39,23 @@ def render_markdown(
     errors: Sequence[InputError],
     summary: Summary,
     problems: Sequence[str] = (),
+    folder: str | None = None,
 ) -> str:
-    """The report, at most :data:`LIMIT` characters."""
-    head = ["# loopfuse scan", "", *_summary(summary), ""]
+    """The report, at most :data:`LIMIT` characters; each file named relative to
+    ``folder``, the scanned folder (see :mod:`~loopfuse.cli.names`)."""
+    head = ["# loopfuse scan", "", *_summary(summary, folder), ""]
     flagged = [result for result in results if not result.clean]
     out = "\n".join(head) + "\n"
     if flagged:
         out += f"## Flagged runs ({len(flagged):,})\n\n"
     left_out = 0
     for number, result in enumerate(flagged):
-        section = "\n".join(_run(result)) + "\n\n"
+        section = "\n".join(_run(result, folder)) + "\n\n"
         if len(out) + len(section) > LIMIT - _RESERVE:
             left_out = len(flagged) - number
             break
         out += section
-    tail = _errors(errors, problems)
+    tail = _errors(errors, problems, folder)
     if left_out:
         note = (
             f"_{plural(left_out, 'flagged run')} left out to keep this report under "
@@ -65,16 +68,19 @@ def render_markdown(
     return out + tail
 
 
-def _summary(summary: Summary) -> list[str]:
+def _summary(summary: Summary, folder: str | None) -> list[str]:
     files = f"{summary.files:,} scanned: {summary.clean:,} clean, {summary.flagged:,} flagged"
     if summary.errors:
         files += f", {summary.unread_text()}"
     rows = summary.rows(files, f"{summary.requests:,} replayed", code)
+    if folder is not None:
+        rows = [("folder", code(folder)), *rows]
     return ["| | |", "|---|---|", *(f"| {label} | {text} |" for label, text in rows)]
 
 
-def _run(result: FileResult) -> list[str]:
-    lines = [f"### {code(result.name)}", "", code(run_header(result), 1000), ""]
+def _run(result: FileResult, folder: str | None) -> list[str]:
+    name = shown_name(result.name, folder)
+    lines = [f"### {code(name)}", "", code(run_header(result), 1000), ""]
     lines += ["| where | what | repeated | not spent |", "|---|---|---|---|"]
     for finding in result.findings:
         lines.append(_row(result, finding))
@@ -97,8 +103,11 @@ def _row(result: FileResult, finding: Finding) -> str:
     return f"| {where} | {what} | {repeated} | {', '.join(spent)} |"
 
 
-def _errors(errors: Sequence[InputError], problems: Sequence[str]) -> str:
-    lines = [f"- {code(str(error))}" for error in errors[:_ERRORS_SHOWN]]
+def _errors(errors: Sequence[InputError], problems: Sequence[str], folder: str | None) -> str:
+    lines = [
+        f"- {code(f'{shown_name(error.name, folder)}: {error.problem}')}"
+        for error in errors[:_ERRORS_SHOWN]
+    ]
     lines += [f"- {code(problem)}" for problem in problems[: max(0, _ERRORS_SHOWN - len(lines))]]
     hidden = len(errors) + len(problems) - len(lines)
     if hidden > 0:

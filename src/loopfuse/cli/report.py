@@ -2,8 +2,10 @@
 
 Text puts the flagged runs first, each finding with where it starts (turn or line, and
 the message index), the repeated call, the first line of the repeated answer, the
-count and what was not spent; then the summary and the list of flagged files. Clean
-runs are counted, and listed only with ``--verbose``. It fits an 80-column terminal
+count and what was not spent; then the summary (with the scanned folder, which the
+files are named from: :mod:`~loopfuse.cli.names`) and the list of flagged files. Clean
+runs are counted, and listed only with ``--verbose``. A name too long for a line goes
+on over the next ones, whole. It fits an 80-column terminal
 (narrower if the terminal is), is ASCII apart from what the runs themselves contain, and
 uses colour only when asked to (``main`` decides: on a TTY, unless ``NO_COLOR`` is set
 or ``--color never``).
@@ -29,6 +31,7 @@ from typing import ClassVar, Final
 import loopfuse
 from loopfuse.cli.config import OPTIONS, Settings, value_of
 from loopfuse.cli.escape import json_text, printable
+from loopfuse.cli.names import shown_name
 from loopfuse.cli.readers import InputError, NotUnderstood
 from loopfuse.cli.results import FileResult, Finding
 from loopfuse.cli.summary import (
@@ -75,9 +78,11 @@ def _clip(text: str, room: int) -> str:
     return text if len(text) <= room else text[: max(0, room - 3)] + "..."
 
 
-def _name(name: str, width: int) -> str:
+def _name_lines(name: str, width: int) -> list[str]:
+    """``name`` whole, over as many lines of ``width`` as it takes (cut, it could not be
+    found or copied)."""
     name = printable(name)
-    return name if len(name) <= width else "..." + name[3 - width :]
+    return [name[start : start + width] for start in range(0, len(name), width)] or [""]
 
 
 def run_header(result: FileResult) -> str:
@@ -164,8 +169,12 @@ def _finding_lines(
     return lines
 
 
-def _run_lines(result: FileResult, style: Style, width: int, verbose: bool) -> list[str]:
-    lines = [style.paint(_name(result.name, width), "file")]
+def _run_lines(
+    result: FileResult, style: Style, width: int, verbose: bool, folder: str | None
+) -> list[str]:
+    lines = [
+        style.paint(line, "file") for line in _name_lines(shown_name(result.name, folder), width)
+    ]
     header = printable(run_header(result)) + (": clean" if result.clean else "")
     for line in _wrap(header, width, "  ", "    "):
         lines.append(style.paint(line, "green") if result.clean else line)
@@ -185,23 +194,28 @@ def render_text(
     style: Style | None = None,
     width: int = WIDTH,
     verbose: bool = False,
+    folder: str | None = None,
 ) -> str:
-    """The report for people: flagged runs, the summary, the flagged files."""
+    """The report for people: flagged runs, the summary, the flagged files; each file
+    named relative to ``folder``, the scanned folder (see :mod:`~loopfuse.cli.names`)."""
     style = style or Style()
     width = max(40, min(width, WIDTH))
     lines: list[str] = []
     flagged = [result for result in results if not result.clean]
     for result in flagged if not verbose else results:
-        lines.extend(_run_lines(result, style, width, verbose))
+        lines.extend(_run_lines(result, style, width, verbose, folder))
         lines.append("")
-    lines.extend(_summary_lines(summary, style, width))
+    lines.extend(_summary_lines(summary, style, width, folder))
     if flagged and len(results) > 1:
         lines += ["", style.paint(f"Flagged files ({len(flagged):,})", "file")]
-        lines.extend("  " + _name(result.name, width - 2) for result in flagged)
+        for result in flagged:
+            lines.extend(
+                "  " + line for line in _name_lines(shown_name(result.name, folder), width - 2)
+            )
     return "\n".join(lines)
 
 
-def _summary_lines(summary: Summary, style: Style, width: int) -> list[str]:
+def _summary_lines(summary: Summary, style: Style, width: int, folder: str | None) -> list[str]:
     files = f"{summary.files:,} scanned"
     if summary.files:
         files += f": {summary.clean:,} clean, {summary.flagged:,} flagged"
@@ -211,7 +225,10 @@ def _summary_lines(summary: Summary, style: Style, width: int) -> list[str]:
     if summary.unchecked:
         requests += f" ({summary.unchecked:,} not checked: bodies loopfuse cannot read)"
     lines = [style.paint("Summary", "file")]
-    for label, text in summary.rows(files, requests, printable):
+    rows = summary.rows(files, requests, printable)
+    if folder is not None:
+        rows = [("folder", printable(folder)), *rows]
+    for label, text in rows:
         lines.extend(_wrap(text, width, f"  {label:<11}", " " * 13))
     return lines
 
@@ -236,9 +253,11 @@ def render_json(
     summary: Summary,
     settings: Settings,
     problems: Sequence[str] = (),
+    folder: str | None = None,
 ) -> str:
-    """Everything but the per-request steps, for programs: settings, files, errors,
-    problems (bad lines of logs) and the summary."""
+    """Everything but the per-request steps, for programs: settings, the scanned
+    ``folder``, files (each named by its path as found, which a program can open),
+    errors, problems (bad lines of logs) and the summary."""
     output_only = ("format", "color", "progress", "verbose")
     options = {o.name: value_of(settings, o) for o in OPTIONS if o.name not in output_only}
     price = settings.price_per_mtok
@@ -252,6 +271,7 @@ def render_json(
     document = {
         "loopfuse": loopfuse.__version__,
         "settings": options,
+        "folder": folder,
         "files": files,
         "errors": [_error(error) for error in errors],
         "problems": list(problems),

@@ -65,18 +65,21 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from loopfuse.errors import ConfigError
 from loopfuse.fields import Integer
+from loopfuse.integrations._extras import require
 from loopfuse.stores import StoredEntry
-from loopfuse.stores._gate import DEFAULT_POOL_TIMEOUT, ConnectionGate, pool_size
+from loopfuse.stores._gate import DEFAULT_POOL_TIMEOUT
 from loopfuse.stores._redis_protocol import (
     SCAN_BATCH,
     SCRIPTS,
     Command,
     Layout,
     Operation,
+    Plan,
     RedisOperations,
     Request,
     Scan,
 )
+from loopfuse.stores._routes import Route, Routes
 from loopfuse.stores._trap import FailureTrap
 from loopfuse.stores.circuit import (
     DEFAULT_COOLDOWN,
@@ -115,12 +118,25 @@ handshake: 100 opened at once on a busy event loop took longer than a 0.25 s tim
 which reads as Redis stalling."""
 
 
+CLUSTER_SCHEMES: Final = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+"""URL schemes of a Redis Cluster (as the ``limits`` library spells them), and the plain
+scheme of each node."""
+
+
 def fail_fast_client(
     url: str, timeout: float, *, asynchronous: bool, max_connections: int = DEFAULT_MAX_CONNECTIONS
 ) -> Any:
     """A client that gives up after ``timeout`` seconds and does not retry: the guard
     fails open at once instead of holding the request while Redis is away. Its pool
-    holds ``max_connections``; the store makes its operations take turns on them."""
+    holds ``max_connections`` (per node, for a cluster); the store makes its operations
+    take turns on them. ``redis+cluster://host:port[,host:port...]`` (or
+    ``rediss+cluster://``): a cluster client, which learns the other nodes from these."""
+    require("redis", extra="redis", what="RedisStore.from_url")
+    if not isinstance(url, str):
+        raise ConfigError(f"url must be a str, not {type(url).__name__}")
+    scheme = url.partition("://")[0].lower()
+    if scheme in CLUSTER_SCHEMES:
+        return _fail_fast_cluster_client(url, timeout, asynchronous, max_connections)
     import redis
     import redis.asyncio
     import redis.asyncio.retry
@@ -140,6 +156,79 @@ def fail_fast_client(
     return redis.Redis.from_url(url, **options)
 
 
+def _fail_fast_cluster_client(
+    url: str, timeout: float, asynchronous: bool, max_connections: int
+) -> Any:
+    """A ``RedisCluster`` (sync or asyncio) for a ``redis+cluster://`` URL: see
+    :func:`fail_fast_client`. Every node named in the URL is a startup node."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    import redis.asyncio.cluster
+    import redis.asyncio.retry
+    import redis.cluster
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    Integer(minimum=1).check(max_connections, "max_connections")
+    parts = urlsplit(url)
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    username, _, password = credentials.partition(":")
+    nodes: list[tuple[str, int]] = []
+    for address in hosts.split(","):
+        host, _, port = address.strip().rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"a cluster URL names host:port nodes, got {address!r} in {url!r}")
+        nodes.append((host.strip("[]"), int(port)))
+    if parts.path.strip("/") not in ("", "0"):
+        raise ConfigError(f"a Redis Cluster has database 0 only, got {parts.path!r} in {url!r}")
+    options: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "max_connections": max_connections,
+    }
+    if username:
+        options["username"] = unquote(username)
+    if password:
+        options["password"] = unquote(password)
+    if CLUSTER_SCHEMES[parts.scheme.lower()] == "rediss":
+        options["ssl"] = True
+    for name, values in parse_qs(parts.query).items():
+        raise ConfigError(f"a cluster URL takes no option {name!r} ({values!r}) here")
+    if asynchronous:
+        startup = [redis.asyncio.cluster.ClusterNode(host, port) for host, port in nodes]
+        retry: Any = redis.asyncio.retry.Retry(NoBackoff(), 0)
+        return redis.asyncio.cluster.RedisCluster(startup_nodes=startup, retry=retry, **options)
+    startup_sync = [redis.cluster.ClusterNode(host, port) for host, port in nodes]  # type: ignore[no-untyped-call]
+    return redis.cluster.RedisCluster(
+        startup_nodes=startup_sync, retry=Retry(NoBackoff(), 0), **options
+    )
+
+
+class MisroutedError(Exception):
+    """A plain client talks to a node of a Redis Cluster, which redirects most keys."""
+
+
+def _misrouted(exc: BaseException) -> MisroutedError | None:
+    """A clear error for a cluster's reply (``MOVED``, ``ASK``, ``CLUSTERDOWN``,
+    ``CROSSSLOT``) that reached a plain client, else ``None``."""
+    try:
+        from redis.exceptions import (
+            AskError,
+            ClusterCrossSlotError,
+            ClusterDownError,
+            MovedError,
+        )
+    except ImportError:  # not redis-py's client: nothing to recognise
+        return None
+    if not isinstance(exc, AskError | ClusterCrossSlotError | ClusterDownError | MovedError):
+        return None
+    return MisroutedError(
+        f"the server is a Redis Cluster node ({type(exc).__name__}: {str(exc)[:80]}): give "
+        "the store a cluster client (redis.cluster.RedisCluster, or "
+        "from_url('redis+cluster://host:port'))"
+    )
+
+
 def _pool_full_errors() -> tuple[type[Exception], ...]:
     """redis-py's "Too many connections" where it has a type of its own
     (``MaxConnectionsError``; recent redis-py raises it from every pool): a full pool,
@@ -149,6 +238,12 @@ def _pool_full_errors() -> tuple[type[Exception], ...]:
     except ImportError:  # an older redis-py, or a client that is not redis-py's
         return ()
     return (MaxConnectionsError,)
+
+
+def _initialize() -> Plan[bool]:
+    """An asyncio cluster client's ``initialize()``: it learns the cluster's nodes."""
+    yield Command("initialize")
+    return True
 
 
 async def _collect(keys: Any) -> list[bytes]:
@@ -194,7 +289,7 @@ class _RedisStoreBase:
             cooldown=cooldown,
             backpressure_types=_pool_full_errors(),
         )
-        self._gate = ConnectionGate(pool_size(client), pool_timeout)
+        self._routes = Routes(client, pool_timeout, self._trap)
         self._ops = RedisOperations(Layout(key_prefix, time_source, max_ttl), codec, self._trap)
         self.client = client
         self._scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
@@ -237,9 +332,15 @@ class _RedisStoreBase:
         return self._trap.last_error
 
     @property
+    def cluster(self) -> bool:
+        """Whether the client is a cluster client: one gate and one circuit per node."""
+        return self._routes.cluster
+
+    @property
     def pool_waits(self) -> int:
-        """Operations that found every connection of the pool in use and waited."""
-        return self._gate.waits
+        """Operations that found every connection of the pool (of their node, for a
+        cluster) in use and waited."""
+        return sum(route.gate.waits for route in self._routes.all())
 
     @property
     def pool_timeouts(self) -> int:
@@ -251,18 +352,34 @@ class _RedisStoreBase:
     @property
     def max_connections(self) -> int | None:
         """How many operations hold a connection at once: the client's pool size
-        (``None``: no single pool, no limit)."""
-        return self._gate.limit
+        (``None``: no single pool; a cluster client's operations take turns per node,
+        on each node's pool)."""
+        return self._routes.default.gate.limit
 
     @property
     def pool_timeout(self) -> float:
         """Seconds an operation waits for a free connection."""
-        return self._gate.timeout
+        return self._routes.default.gate.timeout
 
     @property
     def circuit(self) -> StoreCircuit:
-        """The store's circuit: its ``state``, ``opened`` and ``short_circuited`` counts."""
+        """The store's circuit: its ``state``, ``opened`` and ``short_circuited`` counts.
+        For a cluster client, the circuit of the operations over every node (see
+        :attr:`circuits` for each node's)."""
         return self._trap.circuit
+
+    @property
+    def circuits(self) -> dict[str, StoreCircuit]:
+        """Every circuit by the node it stands for (``host:port``; ``""``: the store's
+        own, :attr:`circuit`). A plain client's store has only ``""``."""
+        return {route.node: route.circuit for route in self._routes.all()}
+
+    def _route(self, operation: Operation[Any]) -> tuple[Route | None, str]:
+        """The route of ``operation`` and its name in errors (``record on host:port``)."""
+        route = self._routes.for_key(operation.key)
+        if route is None or not route.node:
+            return route, operation.name
+        return route, f"{operation.name} on {route.node}"
 
     @property
     def collisions(self) -> int:
@@ -289,6 +406,13 @@ class _RedisStoreBase:
             getattr(pipe, command.name)(*command.args, **command.kwargs)
         # Error replies come back in the list: the plan tells junk (WRONGTYPE) from failures.
         return pipe.execute(raise_on_error=False)
+
+    def _check_reply(self, exc: Exception) -> Exception:
+        """What to raise for ``exc``: a cluster's redirect reaching a plain client says
+        so (the store is misconfigured), instead of passing for Redis failing."""
+        if not self._routes.cluster:
+            return _misrouted(exc) or exc
+        return exc
 
     def __repr__(self) -> str:
         return (
@@ -346,11 +470,16 @@ class RedisStore(_RedisStoreBase):
         return cls(client, **kwargs)
 
     def _run(self, operation: Operation[T]) -> T:
-        with self._trap.attempt(operation.name, operation.fallback) as attempt:
+        route, name = self._route(operation)
+        route = route or self._routes.default
+        with self._trap.attempt(name, operation.fallback, route.circuit, route.node) as attempt:
             if attempt.admitted:
-                with self._gate.hold():
+                with route.gate.hold():
                     attempt.recheck()  # the circuit may have opened while it waited
-                    attempt.value = drive(operation.plan, self._issue)
+                    try:
+                        attempt.value = drive(operation.plan, self._issue)
+                    except Exception as exc:
+                        raise self._check_reply(exc) from exc
         return attempt.value
 
     def record(
@@ -427,11 +556,29 @@ class AsyncRedisStore(_RedisStoreBase):
         return cls(client, **kwargs)
 
     async def _run(self, operation: Operation[T]) -> T:
-        with self._trap.attempt(operation.name, operation.fallback) as attempt:
+        route, name = self._route(operation)
+        if route is None:
+            # A cluster client that does not know its nodes yet: it learns them once
+            # (redis-py makes concurrent callers wait for that one), then routes.
+            if not await self._run_on(self._routes.default, name, _initialize(), False):
+                operation.plan.close()
+                return operation.fallback
+            route, name = self._route(operation)
+        return await self._run_on(
+            route or self._routes.default, name, operation.plan, operation.fallback
+        )
+
+    async def _run_on(self, route: Route, name: str, plan: Plan[T], fallback: T) -> T:
+        with self._trap.attempt(name, fallback, route.circuit, route.node) as attempt:
             if attempt.admitted:
-                async with self._gate.ahold():
+                async with route.gate.ahold():
                     attempt.recheck()  # the circuit may have opened while it waited
-                    attempt.value = await adrive(operation.plan, self._issue)
+                    try:
+                        attempt.value = await adrive(plan, self._issue)
+                    except Exception as exc:
+                        raise self._check_reply(exc) from exc
+        if not attempt.admitted:
+            plan.close()
         return attempt.value
 
     async def record(

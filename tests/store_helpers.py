@@ -189,12 +189,16 @@ class RedisClusterNodes:
 
     SIZE = 6
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, *, full_coverage: bool = True) -> None:
         self.folder = folder
+        # yes (Redis' default): while a master is down and not replaced, every node
+        # answers CLUSTERDOWN; no: the other masters serve their slots meanwhile.
+        self.full_coverage = full_coverage
         self.ports = [free_port() for _ in range(self.SIZE)]
         # The cluster bus would be port + 10,000 (past 65,535 for a high free port).
         self.bus_ports = {port: free_port() for port in self.ports}
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
+        self.original_masters: list[int] = []
 
     @property
     def url(self) -> str:
@@ -211,6 +215,10 @@ class RedisClusterNodes:
                 "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
                 "--dir", self.folder, "--save", "", "--appendonly", "no",
                 "--daemonize", "no", "--protected-mode", "yes",
+                "--logfile", f"node-{port}.log",
+                # a replica syncs at once (not 5 s later): until then it cannot take over
+                "--repl-diskless-sync-delay", "0",
+                "--cluster-require-full-coverage", "yes" if self.full_coverage else "no",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -242,6 +250,16 @@ class RedisClusterNodes:
             raise RuntimeError(f"redis-cli --cluster create failed:\n{created}")
         if not self.wait_ok(self.ports, 30.0):
             raise RuntimeError("the cluster did not reach cluster_state:ok")
+        if not wait_until(self.replicas_synced, 30.0):
+            raise RuntimeError("the cluster's replicas did not sync with their masters")
+
+    def replicas_synced(self) -> bool:
+        """Every replica has loaded its master's data (only then can it take over)."""
+        infos = [self.cli(port, "info", "replication", timeout=5.0) for port in self.ports]
+        replicas = [info for info in infos if "role:slave" in info]
+        return len(replicas) == self.SIZE // 2 and all(
+            "master_link_status:up" in info for info in replicas
+        )
 
     def state_ok(self, port: int) -> bool:
         return "cluster_state:ok" in self.cli(port, "cluster", "info", timeout=5.0)
@@ -278,10 +296,10 @@ class RedisClusterNodes:
 
 
 @contextlib.contextmanager
-def running_cluster() -> Iterator[RedisClusterNodes]:
+def running_cluster(*, full_coverage: bool = True) -> Iterator[RedisClusterNodes]:
     """A fresh cluster in a private temporary folder, stopped and removed on exit."""
     with tempfile.TemporaryDirectory(prefix="loopfuse-cluster-") as folder:
-        nodes = RedisClusterNodes(folder)
+        nodes = RedisClusterNodes(folder, full_coverage=full_coverage)
         try:
             nodes.start()
             yield nodes

@@ -370,6 +370,13 @@ class FakeClusterClient(FakeClient):
 
         return run
 
+    def evalsha(self, sha: str, count: int, *keys_and_args: Any) -> Any:
+        scripts = {"record": [1, 0]}  # the store's scripts run as EVALSHA on a cluster
+        self.calls += 1
+        if self.get_node_from_key(keys_and_args[0]).name == self.down:
+            raise ConnectionError("node a is down")
+        return scripts["record"]
+
 
 def test_one_node_down_opens_its_own_circuit_only(
     clock: FakeClock, caplog: pytest.LogCaptureFixture

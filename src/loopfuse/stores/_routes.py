@@ -9,7 +9,8 @@ through a pool of that node's own, and one master failing says nothing of the ot
 So a cluster store has one route per master: an operation on one key (every operation
 of a guard step: a session's two keys share one hash slot) takes a turn on the gate of
 the node that owns the key's slot, sized to that node's pool (``max_connections`` per
-node), and is admitted by that node's circuit. One master down opens its own circuit
+node) less one connection, left for the client's own topology queries after an error,
+and is admitted by that node's circuit. One master down opens its own circuit
 only: sessions whose keys live on the healthy masters stay guarded. When a replica is
 promoted, the slots' new owner is another node, another route, with a closed circuit:
 counting resumes as soon as the client has learnt the new topology.
@@ -68,6 +69,14 @@ def node_pool_size(node: object) -> int | None:
     return pool_size(getattr(node, "redis_connection", None))
 
 
+def node_gate_size(node: object) -> int | None:
+    """How many operations take a connection of ``node``'s pool at once: all but one of
+    them, left for the client's own topology queries (``CLUSTER SLOTS`` after an error
+    goes through the same pools), at least one."""
+    size = node_pool_size(node)
+    return None if size is None else max(1, size - 1)
+
+
 class Routes:
     """The routes of one store: see the module docstring. Thread-safe."""
 
@@ -102,7 +111,7 @@ class Routes:
                 route = self._by_node.get(name)
                 if route is None:
                     self._forget_idle()
-                    gate = ConnectionGate(node_pool_size(node), self.timeout)
+                    gate = ConnectionGate(node_gate_size(node), self.timeout)
                     route = Route(name, gate, self._trap.new_circuit())
                     self._by_node[name] = route
         return route

@@ -20,6 +20,10 @@ Every operation of a store with a backend runs inside :meth:`FailureTrap.attempt
   as redis-py's ``MaxConnectionsError``) gets the same policy (open: the fallback;
   closed: the error) but is counted apart, in :attr:`FailureTrap.backpressure`: the
   backend did not fail, so the circuit is not told;
+- a failure the backend *answered* at once (a type the store names: a cluster's
+  ``CLUSTERDOWN`` while a master fails over) is counted, logged and gets the policy,
+  but does not count towards the circuit: it cost no wait, and the node serves again
+  the moment the cluster does (an open circuit would shut it out for a cool-down more);
 - an operation admitted while the circuit was closed is dropped if the circuit opened
   before it got a connection (:meth:`Attempt.recheck`): it would only wait out a
   stalled backend again;
@@ -149,6 +153,7 @@ class FailureTrap:
         "fail_closed",
         "interval",
         "last_error",
+        "quick_types",
     )
 
     def __init__(
@@ -162,6 +167,7 @@ class FailureTrap:
         failure_window: float = DEFAULT_FAILURE_WINDOW,
         cooldown: float = DEFAULT_COOLDOWN,
         backpressure_types: tuple[type[Exception], ...] = (),
+        quick_types: tuple[type[Exception], ...] = (),
     ) -> None:
         closed = cast(bool, Flag().check(fail_closed, "fail_closed"))
         interval = cast(float, _INTERVAL.check(log_interval, "log_interval"))
@@ -180,6 +186,7 @@ class FailureTrap:
             ConnectionWaitTimeout,
             *backpressure_types,
         )
+        self.quick_types = quick_types
         self._down: set[StoreCircuit] = set()  # circuits whose backend failed last
         self._failure_logged = False  # a failure warning since the last "reachable again"
         self.last_error: str | None = None
@@ -239,7 +246,10 @@ class FailureTrap:
         circuit = circuit or self.circuit
         # "Type: message", not repr(): some redis-py errors' repr drops the message.
         self._cause = f"{type(exc).__name__}: {exc}"
-        circuit.failed(probe=probe)
+        if isinstance(exc, self.quick_types):  # answered at once: no reason to stop calling
+            circuit.abandon(probe=probe)
+        else:
+            circuit.failed(probe=probe)
         self._failed(operation, self._cause, kind="failure", circuit=circuit)
 
     def succeeded(self, circuit: StoreCircuit | None = None, node: str = "") -> None:

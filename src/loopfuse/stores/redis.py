@@ -24,8 +24,9 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
   trims, caps, adds and counts atomically. ``get``: one ``GET``. ``set``: one
   ``SET ... PX``. ``acquire``: one ``EVALSHA`` (``SET ... NX PX``, and the take-over of
   a junk lock). ``release``: one ``EVALSHA``
-  (compare-and-delete). ``peek``: one pipelined ``GET`` + ``PTTL``. (A script is loaded
-  once per server: the first call after a restart costs one extra round trip.)
+  (compare-and-delete). ``peek``: one pipelined ``GET`` + ``PTTL``. (A script is sent
+  once per server: the first call after a restart, a ``SCRIPT FLUSH`` or a failover
+  costs one more round trip, an ``EVAL`` to the same node.)
 - **One clock.** ``time_source="redis"`` (the default): windows are timed by the Redis
   server's ``TIME`` inside the script and answers expire by Redis' own TTLs, so every
   process and host reads the same clock and the ``now`` arguments are not used for
@@ -59,6 +60,7 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -246,6 +248,25 @@ def _initialize() -> Plan[bool]:
     return True
 
 
+def _no_script_errors() -> tuple[type[Exception], ...]:
+    """redis-py's ``NOSCRIPT`` reply: the node has not cached the script (yet)."""
+    try:
+        from redis.exceptions import NoScriptError
+    except ImportError:
+        return ()
+    return (NoScriptError,)
+
+
+def _cluster_down_errors() -> tuple[type[Exception], ...]:
+    """A cluster that answers ``CLUSTERDOWN`` (slots without a master while a replica
+    takes over): answered at once, not a stall, so not a reason to open a circuit."""
+    try:
+        from redis.exceptions import ClusterDownError, SlotNotCoveredError
+    except ImportError:
+        return ()
+    return (ClusterDownError, SlotNotCoveredError)
+
+
 async def _collect(keys: Any) -> list[bytes]:
     return [key async for key in keys]
 
@@ -288,11 +309,19 @@ class _RedisStoreBase:
             failure_window=failure_window,
             cooldown=cooldown,
             backpressure_types=_pool_full_errors(),
+            quick_types=_cluster_down_errors(),
         )
         self._routes = Routes(client, pool_timeout, self._trap)
         self._ops = RedisOperations(Layout(key_prefix, time_source, max_ttl), codec, self._trap)
         self.client = client
-        self._scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
+        self._registered = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
+        # A cluster: EVALSHA, then EVAL on NOSCRIPT, both to the key's node only.
+        # (redis-py's registered scripts answer NOSCRIPT with a SCRIPT LOAD sent to every
+        # master, outside the nodes' turns: a burst of them fills the pools.)
+        self._scripts = {
+            name: (hashlib.sha1(lua.encode()).hexdigest(), lua) for name, lua in SCRIPTS.items()
+        }
+        self._no_script = _no_script_errors()
 
     @property
     def layout(self) -> Layout:
@@ -399,13 +428,35 @@ class _RedisStoreBase:
             return _collect(keys) if self._asynchronous else list(keys)
         if isinstance(request, Command):
             if request.script:
-                return self._scripts[request.name](**request.kwargs)
+                return self._script(request.name, **request.kwargs)
             return getattr(client, request.name)(*request.args, **request.kwargs)
         pipe = client.pipeline(transaction=False)
         for command in request.commands:
             getattr(pipe, command.name)(*command.args, **command.kwargs)
         # Error replies come back in the list: the plan tells junk (WRONGTYPE) from failures.
         return pipe.execute(raise_on_error=False)
+
+    def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run the script ``name``: redis-py's registered script; on a cluster,
+        ``EVALSHA``, then ``EVAL`` where the node has not cached it (after a restart, a
+        ``SCRIPT FLUSH``, on a promoted replica)."""
+        if not self._routes.cluster:
+            return self._registered[name](keys=keys, args=args)
+        sha, lua = self._scripts[name]
+        client = self.client
+        if self._asynchronous:
+            return self._ascript(sha, lua, keys, args)
+        try:
+            return client.evalsha(sha, len(keys), *keys, *args)
+        except self._no_script:
+            return client.eval(lua, len(keys), *keys, *args)
+
+    async def _ascript(self, sha: str, lua: str, keys: list[str], args: list[Any]) -> Any:
+        client = self.client
+        try:
+            return await client.evalsha(sha, len(keys), *keys, *args)
+        except self._no_script:
+            return await client.eval(lua, len(keys), *keys, *args)
 
     def _check_reply(self, exc: Exception) -> Exception:
         """What to raise for ``exc``: a cluster's redirect reaching a plain client says

@@ -305,3 +305,93 @@ def running_cluster(*, full_coverage: bool = True) -> Iterator[RedisClusterNodes
             yield nodes
         finally:
             nodes.stop()
+
+
+# -- Redis Sentinel on loopback -----------------------------------------------------------------
+
+SENTINEL_MASTER = "loopfuse-test"
+
+
+class SentinelSetup:
+    """A master, its replica and one sentinel (quorum 1) on free loopback ports, in a
+    private temporary folder; the sentinel fails over 1 s after the master stops
+    answering."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.master = free_port()
+        self.replica = free_port()
+        self.sentinel = free_port()
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    def _spawn(self, port: int, *args: str) -> None:
+        assert REDIS_SERVER is not None
+        self.processes[port] = subprocess.Popen(
+            [REDIS_SERVER, *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def cli(self, port: int, *args: str) -> str:
+        assert REDIS_CLI is not None
+        return subprocess.run(
+            [REDIS_CLI, "-h", "127.0.0.1", "-p", str(port), *args],
+            capture_output=True, text=True, timeout=10.0, check=False,
+        ).stdout  # fmt: skip
+
+    def start(self) -> None:
+        common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.folder,
+                  "--repl-diskless-sync-delay", "0"]  # fmt: skip
+        self._spawn(self.master, "--port", str(self.master), *common)
+        self._spawn(
+            self.replica, "--port", str(self.replica), *common,
+            "--replicaof", "127.0.0.1", str(self.master),
+        )  # fmt: skip
+        config = os.path.join(self.folder, "sentinel.conf")
+        with open(config, "x", encoding="ascii") as file:  # a fresh private folder
+            file.write(
+                f"port {self.sentinel}\nbind 127.0.0.1\ndir {self.folder}\n"
+                f"sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {self.master} 1\n"
+                f"sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n"
+                f"sentinel failover-timeout {SENTINEL_MASTER} 5000\n"
+            )
+        self._spawn(self.sentinel, config, "--sentinel")
+        synced = wait_until(
+            lambda: (
+                "master_link_status:up" in self.cli(self.replica, "info", "replication")
+                and "slaves=1" in self.cli(self.sentinel, "info", "sentinel")
+            ),
+            30.0,
+        )
+        if not synced:
+            raise RuntimeError("the sentinel setup did not come up")
+
+    def current_master(self) -> int:
+        reply = self.cli(self.sentinel, "sentinel", "get-master-addr-by-name", SENTINEL_MASTER)
+        return int(reply.split()[1])
+
+    def kill(self, port: int) -> None:
+        self.processes[port].kill()
+        self.processes[port].wait()
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextlib.contextmanager
+def running_sentinel() -> Iterator[SentinelSetup]:
+    with tempfile.TemporaryDirectory(prefix="loopfuse-sentinel-") as folder:
+        setup = SentinelSetup(folder)
+        try:
+            setup.start()
+            yield setup
+        finally:
+            setup.stop()

@@ -45,6 +45,12 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
   runs out (or a pool emptied by other code: redis-py's "Too many connections") gets the
   failure policy but is counted apart, in ``pool_timeouts``, and never opens the
   circuit; ``pool_waits`` counts the operations that waited.
+- **A Redis Cluster** (redis-py's ``RedisCluster``, sync or asyncio, or ``from_url`` of
+  a ``redis+cluster://`` URL): operations take turns per node, on the pool of the node
+  that owns their key, and each master has its own circuit (:attr:`~RedisStore.circuits`), so one
+  master failing shuts out only the sessions whose keys it owns (see
+  :mod:`loopfuse.stores._routes`). A plain client pointed at a cluster node fails
+  open, saying so.
 - **A stalled Redis costs one timeout per cool-down**, not one per call: after
   ``failure_threshold`` failures in a row (within ``failure_window`` seconds) the store
   stops calling Redis for ``cooldown`` seconds, then lets one probe through (see

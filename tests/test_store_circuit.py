@@ -412,3 +412,18 @@ def test_one_node_down_opens_its_own_circuit_only(
     assert [r.getMessage() for r in caplog.records] == [
         f"loopfuse: Redis store reachable again (node a) ({store.failure_count} failures)"
     ]
+
+
+def test_a_cluster_stores_routes_stay_bounded_as_its_topology_changes(clock: FakeClock) -> None:
+    # Every failover or resharding may name new nodes: the routes of nodes met long ago
+    # (their circuits closed) are forgotten past MAX_ROUTES.
+    from loopfuse.stores._routes import MAX_ROUTES
+
+    client = FakeClusterClient()
+    client.down = ""
+    names = iter(range(10**6))
+    client.get_node_from_key = lambda key: FakeNode(f"n{next(names)}")  # type: ignore[method-assign]
+    store = RedisStore(client, clock=clock)
+    for _ in range(3 * MAX_ROUTES):
+        assert store.record("s", 1, 0.0, 30.0, 256) == 1
+    assert len(store.circuits) <= MAX_ROUTES + 1

@@ -11,6 +11,7 @@ circuit cool-down.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from redis.sentinel import Sentinel  # noqa: E402
 
 WINDOW = 600.0
 MAX_REPEATS = 5
+CAP = 1_000_000  # no sample dropped: the counts go on one by one
 TIMEOUT = 1.0  # a loaded test machine must not pass for a slow Redis
 RESUME_BOUND = 1.0 + 2 * 5.0 + DEFAULT_COOLDOWN + 4.0
 """Seconds from the kill until counting resumes: the sentinel's ``down-after`` (1 s) and
@@ -97,7 +99,7 @@ def test_the_master_killed_mid_load_fails_open_then_counts_on_the_new_master(
     sentinel: SentinelSetup,
 ) -> None:
     store = RedisStore(master_client(sentinel), unique_prefix())
-    assert [store.record("s", 1, 0.0, WINDOW, 256) for _ in range(3)] == [1, 2, 3]
+    assert [store.record("s", 1, 0.0, WINDOW, CAP) for _ in range(3)] == [1, 2, 3]
     seen: list[tuple[float, int]] = []
     escaped: list[BaseException] = []
     stop = threading.Event()
@@ -105,7 +107,7 @@ def test_the_master_killed_mid_load_fails_open_then_counts_on_the_new_master(
     def worker() -> None:
         try:
             while not stop.is_set():
-                seen.append((time.monotonic(), store.record("s", 1, 0.0, WINDOW, 256)))
+                seen.append((time.monotonic(), store.record("s", 1, 0.0, WINDOW, CAP)))
         except BaseException as exc:  # nothing may escape the store
             escaped.append(exc)
 
@@ -128,6 +130,6 @@ def test_the_master_killed_mid_load_fails_open_then_counts_on_the_new_master(
     counted = [count for count in after if count]
     # counting goes on, from what the replica had received (replication is asynchronous:
     # a sentinel may promote a replica that missed the last writes)
-    assert counted == list(range(counted[0], counted[0] + len(counted)))
-    assert counted == sorted(counted)
+    # never counted twice (a reply lost to a timeout on a loaded machine skips one)
+    assert all(a < b for a, b in itertools.pairwise(counted))
     store.client.close()

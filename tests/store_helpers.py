@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -155,3 +157,241 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+# -- a real Redis Cluster on loopback ---------------------------------------------------------
+
+REDIS_CLI = shutil.which("redis-cli")
+# CI sets LOOPFUSE_REQUIRE_REDIS=1: there a missing redis-server or redis-cli is a failure,
+# not a skip.
+REDIS_REQUIRED = os.environ.get("LOOPFUSE_REQUIRE_REDIS") == "1"
+# How long a master may be unreachable before its replica takes over, in ms (Redis'
+# default is 15,000; the tests use 1,000 to fail over within a test's time).
+CLUSTER_NODE_TIMEOUT_MS = 1000
+
+
+def cluster_or_skip() -> Any:
+    """The ``redis`` module, or a skip that says what is missing to run a cluster (a
+    failure under ``LOOPFUSE_REQUIRE_REDIS=1``)."""
+    missing = [name for name, path in (("redis-server", REDIS_SERVER), ("redis-cli", REDIS_CLI))
+               if path is None]  # fmt: skip
+    if missing:
+        reason = f"{' and '.join(missing)} not installed (Debian: apt-get install redis-server)"
+        if REDIS_REQUIRED:
+            pytest.fail(f"LOOPFUSE_REQUIRE_REDIS=1 but {reason}", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
+    return pytest.importorskip("redis", reason="the redis package is not installed")
+
+
+class RedisClusterNodes:
+    """Six ``redis-server --cluster-enabled yes`` on free loopback ports (3 masters, 3
+    replicas), in a private temporary folder; every node binds 127.0.0.1 only."""
+
+    SIZE = 6
+
+    def __init__(self, folder: str, *, full_coverage: bool = True) -> None:
+        self.folder = folder
+        # yes (Redis' default): while a master is down and not replaced, every node
+        # answers CLUSTERDOWN; no: the other masters serve their slots meanwhile.
+        self.full_coverage = full_coverage
+        self.ports = [free_port() for _ in range(self.SIZE)]
+        # The cluster bus would be port + 10,000 (past 65,535 for a high free port).
+        self.bus_ports = {port: free_port() for port in self.ports}
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
+        self.original_masters: list[int] = []
+
+    @property
+    def url(self) -> str:
+        return f"redis+cluster://127.0.0.1:{self.ports[0]}"
+
+    def start_node(self, port: int) -> None:
+        assert REDIS_SERVER is not None
+        self.processes[port] = subprocess.Popen(
+            [
+                REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", f"nodes-{port}.conf",
+                "--cluster-port", str(self.bus_ports[port]),
+                "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+                "--dir", self.folder, "--save", "", "--appendonly", "no",
+                "--daemonize", "no", "--protected-mode", "yes",
+                "--logfile", f"node-{port}.log",
+                # a replica syncs at once (not 5 s later): until then it cannot take over
+                "--repl-diskless-sync-delay", "0",
+                "--cluster-require-full-coverage", "yes" if self.full_coverage else "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    def cli(self, port: int, *args: str, timeout: float = 30.0) -> str:
+        assert REDIS_CLI is not None
+        done = subprocess.run(
+            [REDIS_CLI, "-h", "127.0.0.1", "-p", str(port), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        return done.stdout
+
+    def start(self) -> None:
+        for port in self.ports:
+            self.start_node(port)
+        if not wait_until(lambda: all(self.cli(p, "ping").strip() == "PONG" for p in self.ports)):
+            raise RuntimeError("the cluster's redis-servers did not start")
+        created = self.cli(
+            self.ports[0],
+            "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports),
+            "--cluster-replicas", "1", "--cluster-yes",
+            timeout=60.0,
+        )  # fmt: skip
+        if "[OK] All 16384 slots covered" not in created:
+            raise RuntimeError(f"redis-cli --cluster create failed:\n{created}")
+        if not self.wait_ok(self.ports, 30.0):
+            raise RuntimeError("the cluster did not reach cluster_state:ok")
+        if not wait_until(self.replicas_synced, 30.0):
+            raise RuntimeError("the cluster's replicas did not sync with their masters")
+
+    def replicas_synced(self) -> bool:
+        """Every replica has loaded its master's data (only then can it take over)."""
+        infos = [self.cli(port, "info", "replication", timeout=5.0) for port in self.ports]
+        replicas = [info for info in infos if "role:slave" in info]
+        return len(replicas) == self.SIZE // 2 and all(
+            "master_link_status:up" in info for info in replicas
+        )
+
+    def state_ok(self, port: int) -> bool:
+        return "cluster_state:ok" in self.cli(port, "cluster", "info", timeout=5.0)
+
+    def wait_ok(self, ports: list[int], timeout: float) -> bool:
+        return wait_until(lambda: all(self.state_ok(p) for p in ports), timeout)
+
+    def masters(self) -> list[int]:
+        """The ports of the masters that are up, as the first live node sees them."""
+        live = [p for p in self.ports if self.processes[p].poll() is None]
+        lines = self.cli(live[0], "cluster", "nodes", timeout=5.0).splitlines()
+        return sorted(
+            int(line.split()[1].split("@")[0].rsplit(":", 1)[1])
+            for line in lines
+            if "master" in line.split()[2] and "fail" not in line.split()[2]
+        )
+
+    def kill(self, port: int) -> None:
+        """The node dies at once (SIGKILL), as a crashed host."""
+        process = self.processes[port]
+        process.kill()
+        process.wait()
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextlib.contextmanager
+def running_cluster(*, full_coverage: bool = True) -> Iterator[RedisClusterNodes]:
+    """A fresh cluster in a private temporary folder, stopped and removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="loopfuse-cluster-") as folder:
+        nodes = RedisClusterNodes(folder, full_coverage=full_coverage)
+        try:
+            nodes.start()
+            yield nodes
+        finally:
+            nodes.stop()
+
+
+# -- Redis Sentinel on loopback -----------------------------------------------------------------
+
+SENTINEL_MASTER = "loopfuse-test"
+
+
+class SentinelSetup:
+    """A master, its replica and one sentinel (quorum 1) on free loopback ports, in a
+    private temporary folder; the sentinel fails over 1 s after the master stops
+    answering."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.master = free_port()
+        self.replica = free_port()
+        self.sentinel = free_port()
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    def _spawn(self, port: int, *args: str) -> None:
+        assert REDIS_SERVER is not None
+        self.processes[port] = subprocess.Popen(
+            [REDIS_SERVER, *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def cli(self, port: int, *args: str) -> str:
+        assert REDIS_CLI is not None
+        return subprocess.run(
+            [REDIS_CLI, "-h", "127.0.0.1", "-p", str(port), *args],
+            capture_output=True, text=True, timeout=10.0, check=False,
+        ).stdout  # fmt: skip
+
+    def start(self) -> None:
+        common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.folder,
+                  "--repl-diskless-sync-delay", "0"]  # fmt: skip
+        self._spawn(self.master, "--port", str(self.master), *common)
+        self._spawn(
+            self.replica, "--port", str(self.replica), *common,
+            "--replicaof", "127.0.0.1", str(self.master),
+        )  # fmt: skip
+        config = os.path.join(self.folder, "sentinel.conf")
+        with open(config, "x", encoding="ascii") as file:  # a fresh private folder
+            file.write(
+                f"port {self.sentinel}\nbind 127.0.0.1\ndir {self.folder}\n"
+                f"sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {self.master} 1\n"
+                f"sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n"
+                f"sentinel failover-timeout {SENTINEL_MASTER} 5000\n"
+            )
+        self._spawn(self.sentinel, config, "--sentinel")
+        synced = wait_until(
+            lambda: (
+                "master_link_status:up" in self.cli(self.replica, "info", "replication")
+                and "slaves=1" in self.cli(self.sentinel, "info", "sentinel")
+            ),
+            30.0,
+        )
+        if not synced:
+            raise RuntimeError("the sentinel setup did not come up")
+
+    def current_master(self) -> int:
+        reply = self.cli(self.sentinel, "sentinel", "get-master-addr-by-name", SENTINEL_MASTER)
+        return int(reply.split()[1])
+
+    def kill(self, port: int) -> None:
+        self.processes[port].kill()
+        self.processes[port].wait()
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextlib.contextmanager
+def running_sentinel() -> Iterator[SentinelSetup]:
+    with tempfile.TemporaryDirectory(prefix="loopfuse-sentinel-") as folder:
+        setup = SentinelSetup(folder)
+        try:
+            setup.start()
+            yield setup
+        finally:
+            setup.stop()

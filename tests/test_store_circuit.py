@@ -307,3 +307,123 @@ def test_an_async_store_failing_closed_makes_acheck_refuse(clock: FakeClock) -> 
     assert not any(d.allowed for d in decisions)
     assert "circuit open" in (decisions[-1].error or "")
     assert breaker.internal_errors == 5
+
+
+# -- a flapping Redis, and a cluster with one node down -------------------------------------
+
+
+def test_a_flapping_redis_logs_back_once_per_failure_warning(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Failures and successes alternate (a flapping link): the failure warning is rate
+    # limited, and so is "reachable again": one per failure warning, not one per flap.
+    client = FakeClient()
+    store = RedisStore(client, clock=clock, log_interval=60.0)
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        for flap in range(200):
+            client.failing = flap % 2 == 0
+            record(store)
+            clock.advance(0.1)
+        messages = [r.getMessage() for r in caplog.records]
+        assert len(messages) == 2
+        assert "failed" in messages[0]
+        assert "reachable again" in messages[1]
+        clock.advance(60.0)  # the next interval: one more pair
+        for flap in range(200):
+            client.failing = flap % 2 == 0
+            record(store)
+    messages = [r.getMessage() for r in caplog.records]
+    assert [("reachable again" in m) for m in messages] == [False, True, False, True]
+    assert store.failure_count == 200
+
+
+class FakeNode:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.max_connections = 4
+
+
+class FakeClusterClient(FakeClient):
+    """Just enough of a ``RedisCluster`` for the store: two masters, ``a`` and ``b``
+    (by the first hex digit of the key's hash tag); the keys of :attr:`down` fail."""
+
+    nodes_manager = object()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = False
+        self.down = "a"
+        self.nodes = {"a": FakeNode("a"), "b": FakeNode("b")}
+
+    def get_node_from_key(self, key: str) -> FakeNode:
+        tag = key.partition("{")[2]
+        return self.nodes["a" if tag[:1] in "01234567" else "b"]
+
+    def register_script(self, lua: str) -> Any:
+        reply = [1, 0] if "ZADD" in lua else 1
+
+        def run(keys: list[str], args: list[Any]) -> Any:
+            self.calls += 1
+            if self.get_node_from_key(keys[0]).name == self.down:
+                raise ConnectionError("node a is down")
+            return reply
+
+        return run
+
+    def evalsha(self, sha: str, count: int, *keys_and_args: Any) -> Any:
+        scripts = {"record": [1, 0]}  # the store's scripts run as EVALSHA on a cluster
+        self.calls += 1
+        if self.get_node_from_key(keys_and_args[0]).name == self.down:
+            raise ConnectionError("node a is down")
+        return scripts["record"]
+
+
+def test_one_node_down_opens_its_own_circuit_only(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = FakeClusterClient()
+    store = RedisStore(client, clock=clock)
+    assert store.cluster
+    by_node: dict[str, list[str]] = {"a": [], "b": []}
+    for n in range(40):
+        session = f"s{n}"
+        by_node[client.get_node_from_key(store.layout.session_keys(session)[0]).name].append(
+            session
+        )
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        for _ in range(5):  # failures on a and successes on b, interleaved
+            for down, up in zip(by_node["a"], by_node["b"], strict=False):
+                assert store.record(down, 1, 0.0, 30.0, 256) == 0  # failed open
+                assert store.record(up, 1, 0.0, 30.0, 256) == 1  # still counted
+    assert store.circuits["a"].state == "open"
+    assert store.circuits["b"].state == "closed"
+    assert store.circuits["b"].opened == 0
+    assert store.circuit.state == "closed"  # the store's own: every node, not one
+    assert client.calls == 3 + 5 * min(len(by_node["a"]), len(by_node["b"]))  # a: threshold
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1  # the failure, once; no "reachable again" from node b
+    assert "record on a" in messages[0]
+    client.down = ""  # node a answers again: after the cool-down, its probe closes it
+    clock.advance(store.circuits["a"].cooldown)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="loopfuse"):
+        assert store.record(by_node["a"][0], 1, 0.0, 30.0, 256) == 1
+    assert store.circuits["a"].state == "closed"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"loopfuse: Redis store reachable again (node a) ({store.failure_count} failures)"
+    ]
+
+
+def test_a_cluster_stores_routes_stay_bounded_as_its_topology_changes(clock: FakeClock) -> None:
+    # Every failover or resharding may name new nodes: the routes of nodes met long ago
+    # (their circuits closed) are forgotten past MAX_ROUTES.
+    from loopfuse.stores._routes import MAX_ROUTES
+
+    client = FakeClusterClient()
+    client.down = ""
+    names = iter(range(10**6))
+    client.get_node_from_key = lambda key: FakeNode(f"n{next(names)}")  # type: ignore[method-assign]
+    store = RedisStore(client, clock=clock)
+    for _ in range(3 * MAX_ROUTES):
+        assert store.record("s", 1, 0.0, 30.0, 256) == 1
+    assert len(store.circuits) <= MAX_ROUTES + 1

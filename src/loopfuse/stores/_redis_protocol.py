@@ -181,12 +181,14 @@ Plan = Generator[Request, Any, T]
 
 
 class Operation(NamedTuple, Generic[T]):
-    """A store operation ready to run: its name (for errors), its plan and its fail-open
-    answer."""
+    """A store operation ready to run: its name (for errors), its plan, its fail-open
+    answer, and the key it touches (every key of one operation shares one hash slot;
+    ``None``: it goes over every key, on every node of a cluster)."""
 
     name: str
     plan: Plan[T]
     fallback: T
+    key: str | None = None
 
 
 # -- checks and formats ---------------------------------------------------------------------
@@ -339,7 +341,7 @@ class RedisOperations:
         when = "" if self.layout.time_source == "redis" else repr(check_finite(now, "now"))
         args = (when, repr(seconds), cap, str(fingerprint), self.layout.ttl_ms(seconds))
         request = Command("record", (), {"keys": list(keys), "args": list(args)}, script=True)
-        return Operation("record", _one(request, self._recorded), 0)
+        return Operation("record", _one(request, self._recorded), 0, keys[0])
 
     def _recorded(self, reply: Any) -> int:
         """The repeats of the breaker script's ``[repeats, repaired]`` reply."""
@@ -351,8 +353,8 @@ class RedisOperations:
     def reset(self, session_id: str | None) -> Operation[None]:
         if session_id is None:
             return Operation("reset", _unlink_all((self.layout.pattern("b"),)), None)
-        request = Command("delete", self.layout.session_keys(session_id))
-        return Operation("reset", _one(request, lambda _: None), None)
+        keys = self.layout.session_keys(session_id)
+        return Operation("reset", _one(Command("delete", keys), lambda _: None), None, keys[0])
 
     def tracked_sessions(self, now: float, window: float) -> Operation[int]:
         return Operation("tracked_sessions", self._tracked(now, window), 0)
@@ -380,7 +382,7 @@ class RedisOperations:
             entry = self._entry(blob, digest, now)
             return MISS if entry is None else entry.value
 
-        return Operation("get", self._read("get", Command("get", (key,)), served), MISS)
+        return Operation("get", self._read("get", Command("get", (key,)), served), MISS, key)
 
     def peek(
         self, key_value: int, digest: bytes | None, now: float
@@ -392,7 +394,7 @@ class RedisOperations:
             blob, pttl = self._replies("peek", replies)
             return self._entry(blob, digest, now, pttl)
 
-        return Operation("peek", _one(request, snapshot), None)
+        return Operation("peek", _one(request, snapshot), None, key)
 
     def set(
         self, key_value: int, digest: bytes | None, value: object, ttl: float, now: float
@@ -407,7 +409,7 @@ class RedisOperations:
             ) from exc
         blob = pack_entry(digest, check_finite(now, "now"), seconds, payload)
         request = Command("set", (key, blob), {"px": self.layout.ttl_ms(seconds)})
-        return Operation("set", _one(request, lambda _: None), None)
+        return Operation("set", _one(request, lambda _: None), None, key)
 
     def acquire(self, key_value: int, digest: bytes | None, ttl: float) -> Operation[str | None]:
         key = self.layout.lock_key(key_value, digest)
@@ -421,12 +423,12 @@ class RedisOperations:
             return token if reply else None
 
         # Failing open grants the lock: compute, without single flight.
-        return Operation("acquire", _one(request, taken), token)
+        return Operation("acquire", _one(request, taken), token, key)
 
     def release(self, key_value: int, digest: bytes | None, token: str) -> Operation[None]:
         key = self.layout.lock_key(key_value, digest)
         request = Command("release", (), {"keys": [key], "args": [token]}, script=True)
-        return Operation("release", _one(request, lambda _: None), None)
+        return Operation("release", _one(request, lambda _: None), None, key)
 
     def clear(self) -> Operation[None]:
         return Operation("clear", self._clear(), None)

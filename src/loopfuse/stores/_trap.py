@@ -9,12 +9,21 @@ Every operation of a store with a backend runs inside :meth:`FailureTrap.attempt
   built with ``fail_closed=True``, raise :class:`~loopfuse.stores.StoreUnavailableError`;
 - every failure, short-circuited ones included, is counted; a warning goes to the
   ``loopfuse`` logger at most once per ``log_interval`` (saying how many it did not
-  report), and one more when the backend answers again;
+  report), and one "reachable again" when a backend that failed answers again, at most
+  one per failure warning (a flapping backend, or a cluster where one node is down and
+  the others answer, logs two lines per interval, not one per flap);
+- a store may have several circuits (one per node of a cluster:
+  :mod:`loopfuse.stores._routes`): each attempt names its own, and only its own is told
+  of its failures and successes; the counters and the log are the store's;
 - *back-pressure* (no connection of the client's pool came free in time:
   :class:`~loopfuse.stores._gate.ConnectionWaitTimeout`, or a type the store names, such
   as redis-py's ``MaxConnectionsError``) gets the same policy (open: the fallback;
   closed: the error) but is counted apart, in :attr:`FailureTrap.backpressure`: the
   backend did not fail, so the circuit is not told;
+- a failure the backend *answered* at once (a type the store names: a cluster's
+  ``CLUSTERDOWN`` while a master fails over) is counted, logged and gets the policy,
+  but does not count towards the circuit: it cost no wait, and the node serves again
+  the moment the cluster does (an open circuit would shut it out for a cool-down more);
 - an operation admitted while the circuit was closed is dropped if the circuit opened
   before it got a connection (:meth:`Attempt.recheck`): it would only wait out a
   stalled backend again;
@@ -66,13 +75,17 @@ class Attempt(Generic[T]):
     """One operation inside the trap (a context manager): whether it may reach the
     backend, and its answer (the fallback until the operation sets it)."""
 
-    __slots__ = ("admission", "fallback", "operation", "trap", "value")
+    __slots__ = ("admission", "circuit", "fallback", "node", "operation", "trap", "value")
 
-    def __init__(self, trap: FailureTrap, operation: str, fallback: T) -> None:
+    def __init__(
+        self, trap: FailureTrap, operation: str, fallback: T, circuit: StoreCircuit, node: str
+    ) -> None:
         self.trap = trap
         self.operation = operation
         self.fallback = fallback
         self.value = fallback
+        self.circuit = circuit
+        self.node = node
         self.admission: Admission = None
 
     @property
@@ -81,14 +94,14 @@ class Attempt(Generic[T]):
         return self.admission is not None
 
     def __enter__(self) -> Attempt[T]:
-        self.admission = self.trap.admit(self.operation)
+        self.admission = self.trap.admit(self.operation, self.circuit)
         return self
 
     def recheck(self) -> None:
         """Once it holds a connection: a call admitted while the circuit was closed goes
         no further if the circuit has opened meanwhile (the backend stalled while it
         waited for the connection); it fails at once, as a short-circuited call."""
-        if self.admission == "call" and self.trap.circuit.state != "closed":
+        if self.admission == "call" and self.circuit.state != "closed":
             raise _Dropped
 
     def __exit__(
@@ -96,22 +109,22 @@ class Attempt(Generic[T]):
     ) -> bool:
         if exc is None:
             if self.admission is not None:
-                self.trap.succeeded()
+                self.trap.succeeded(self.circuit, self.node)
             return False
         probe = self.admission == "probe"
         if not isinstance(exc, Exception):  # cancelled: not an answer either way
-            self.trap.circuit.abandon(probe=probe)
+            self.circuit.abandon(probe=probe)
             return False
         self.value = self.fallback
         trap = self.trap
         # Each of these raises when failing closed.
         if isinstance(exc, trap.backpressure_types):
-            trap.circuit.abandon(probe=probe)  # the probe never reached the backend
+            self.circuit.abandon(probe=probe)  # the probe never reached the backend
             trap.held_back(self.operation, exc)
         elif isinstance(exc, _Dropped):
-            trap.dropped(self.operation)
+            trap.dropped(self.operation, self.circuit)
         else:
-            trap.failed(self.operation, exc, probe=probe)
+            trap.failed(self.operation, exc, probe=probe, circuit=self.circuit)
         return True
 
 
@@ -126,6 +139,8 @@ class FailureTrap:
 
     __slots__ = (
         "_cause",
+        "_down",
+        "_failure_logged",
         "_lock",
         "_logged_at",
         "_since_log",
@@ -135,10 +150,10 @@ class FailureTrap:
         "circuit",
         "clock",
         "count",
-        "down",
         "fail_closed",
         "interval",
         "last_error",
+        "quick_types",
     )
 
     def __init__(
@@ -152,6 +167,7 @@ class FailureTrap:
         failure_window: float = DEFAULT_FAILURE_WINDOW,
         cooldown: float = DEFAULT_COOLDOWN,
         backpressure_types: tuple[type[Exception], ...] = (),
+        quick_types: tuple[type[Exception], ...] = (),
     ) -> None:
         closed = cast(bool, Flag().check(fail_closed, "fail_closed"))
         interval = cast(float, _INTERVAL.check(log_interval, "log_interval"))
@@ -170,50 +186,90 @@ class FailureTrap:
             ConnectionWaitTimeout,
             *backpressure_types,
         )
-        self.down = False
+        self.quick_types = quick_types
+        self._down: set[StoreCircuit] = set()  # circuits whose backend failed last
+        self._failure_logged = False  # a failure warning since the last "reachable again"
         self.last_error: str | None = None
 
-    def attempt(self, operation: str, fallback: T) -> Attempt[T]:
-        """Run a ``with`` body as ``operation``: see the module docstring. The body
-        calls the backend only when ``attempt.admitted``, and sets ``attempt.value``."""
-        return Attempt(self, operation, fallback)
+    @property
+    def down(self) -> bool:
+        """Whether a backend of the store failed and has not answered since."""
+        return bool(self._down)
 
-    def admit(self, operation: str) -> Admission:
+    def new_circuit(self) -> StoreCircuit:
+        """Another circuit with the store's settings (for another node of a cluster)."""
+        model = self.circuit
+        return StoreCircuit(
+            model.failure_threshold, model.failure_window, model.cooldown, model.clock
+        )
+
+    def forget(self, circuit: StoreCircuit) -> None:
+        """``circuit`` is no longer used (its node left the cluster's topology)."""
+        with self._lock:
+            self._down.discard(circuit)
+
+    def attempt(
+        self, operation: str, fallback: T, circuit: StoreCircuit | None = None, node: str = ""
+    ) -> Attempt[T]:
+        """Run a ``with`` body as ``operation``, behind ``circuit`` (the store's own by
+        default; ``node`` names its backend in the log): see the module docstring. The
+        body calls the backend only when ``attempt.admitted``, and sets ``attempt.value``."""
+        return Attempt(self, operation, fallback, circuit or self.circuit, node)
+
+    def admit(self, operation: str, circuit: StoreCircuit | None = None) -> Admission:
         """Ask the circuit; a refusal is a failure (counted, maybe logged, maybe raised)."""
-        admission = self.circuit.admit()
+        circuit = circuit or self.circuit
+        admission = circuit.admit()
         if admission is None:
-            self._short_circuited(operation)
+            self._short_circuited(operation, circuit)
         return admission
 
-    def _short_circuited(self, operation: str) -> None:
+    def _short_circuited(self, operation: str, circuit: StoreCircuit) -> None:
         detail = f"circuit open, {self.backend} not called; last failure: {self._cause}"
-        self._failed(operation, detail, kind="failure")
+        self._failed(operation, detail, kind="failure", circuit=circuit)
 
-    def dropped(self, operation: str) -> None:
+    def dropped(self, operation: str, circuit: StoreCircuit | None = None) -> None:
         """A call admitted before the circuit opened, dropped before reaching the backend:
         counted as short-circuited."""
-        self.circuit.short_circuit()
-        self._short_circuited(operation)
+        circuit = circuit or self.circuit
+        circuit.short_circuit()
+        self._short_circuited(operation, circuit)
 
     def held_back(self, operation: str, exc: Exception) -> None:
         """No connection came free for the call in time: back-pressure, not a failure."""
         self._failed(operation, f"{type(exc).__name__}: {exc}", kind="backpressure")
 
-    def failed(self, operation: str, exc: Exception, *, probe: bool) -> None:
+    def failed(
+        self, operation: str, exc: Exception, *, probe: bool, circuit: StoreCircuit | None = None
+    ) -> None:
         """A call to the backend raised ``exc``."""
+        circuit = circuit or self.circuit
         # "Type: message", not repr(): some redis-py errors' repr drops the message.
         self._cause = f"{type(exc).__name__}: {exc}"
-        self.circuit.failed(probe=probe)
-        self._failed(operation, self._cause, kind="failure")
+        if isinstance(exc, self.quick_types):  # answered at once: no reason to stop calling
+            circuit.abandon(probe=probe)
+        else:
+            circuit.failed(probe=probe)
+        self._failed(operation, self._cause, kind="failure", circuit=circuit)
 
-    def succeeded(self) -> None:
-        """A call to the backend was answered; log once when it is back after failures."""
-        if self.circuit.succeeded() or self.down:
+    def succeeded(self, circuit: StoreCircuit | None = None, node: str = "") -> None:
+        """A call to the backend was answered. Once a backend that failed answers again,
+        say so, but at most once per failure warning: a backend that keeps flapping (or
+        one node of a cluster down while the others answer) is not logged at every flap."""
+        circuit = circuit or self.circuit
+        if circuit.succeeded() or circuit in self._down:
             with self._lock:
-                was_down, self.down = self.down, False
-            if was_down:
+                was_down = circuit in self._down
+                self._down.discard(circuit)
+                report = was_down and self._failure_logged
+                if report:
+                    self._failure_logged = False
+            if report:
                 logger.warning(
-                    "loopfuse: %s store reachable again (%d failures)", self.backend, self.count
+                    "loopfuse: %s store reachable again%s (%d failures)",
+                    self.backend,
+                    f" (node {node})" if node else "",
+                    self.count,
                 )
 
     def junk(self, operation: str, exc: BaseException) -> None:
@@ -223,7 +279,12 @@ class FailureTrap:
         self._failed(operation, f"{type(exc).__name__}: {exc}", kind="junk")
 
     def _failed(
-        self, operation: str, detail: str, *, kind: Literal["failure", "junk", "backpressure"]
+        self,
+        operation: str,
+        detail: str,
+        *,
+        kind: Literal["failure", "junk", "backpressure"],
+        circuit: StoreCircuit | None = None,
     ) -> None:
         """Count, maybe log, and apply the policy: a failure of the backend sets
         :attr:`down` and fails closed when told; junk does neither; back-pressure fails
@@ -236,18 +297,21 @@ class FailureTrap:
                 self.count += 1
             self._since_log += 1
             self.last_error = error
-            self.down = self.down or kind == "failure"
+            if kind == "failure":
+                self._down.add(circuit or self.circuit)
             now = self.clock()
             log = now - self._logged_at >= self.interval
             if log:
                 self._logged_at, suppressed, self._since_log = now, self._since_log - 1, 0
+                self._failure_logged = self._failure_logged or kind == "failure"
         closed = self.fail_closed and kind != "junk"
         if log:
             notes = ""
             if self.backpressure:
                 notes += f" ({self.backpressure} without a free connection)"
-            if self.circuit.state == "open":
-                wait = self.circuit.retry_in()
+            circuit = circuit or self.circuit
+            if circuit.state == "open":
+                wait = circuit.retry_in()
                 notes += f"; circuit open: {self.backend} not called for {wait:.1f}s"
             logger.warning(
                 "loopfuse: %s store %s %s (%s); %s; %d more failure(s) since the last "

@@ -24,8 +24,9 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
   trims, caps, adds and counts atomically. ``get``: one ``GET``. ``set``: one
   ``SET ... PX``. ``acquire``: one ``EVALSHA`` (``SET ... NX PX``, and the take-over of
   a junk lock). ``release``: one ``EVALSHA``
-  (compare-and-delete). ``peek``: one pipelined ``GET`` + ``PTTL``. (A script is loaded
-  once per server: the first call after a restart costs one extra round trip.)
+  (compare-and-delete). ``peek``: one pipelined ``GET`` + ``PTTL``. (A script is sent
+  once per server: the first call after a restart, a ``SCRIPT FLUSH`` or a failover
+  costs one more round trip, an ``EVAL`` to the same node.)
 - **One clock.** ``time_source="redis"`` (the default): windows are timed by the Redis
   server's ``TIME`` inside the script and answers expire by Redis' own TTLs, so every
   process and host reads the same clock and the ``now`` arguments are not used for
@@ -44,6 +45,12 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
   runs out (or a pool emptied by other code: redis-py's "Too many connections") gets the
   failure policy but is counted apart, in ``pool_timeouts``, and never opens the
   circuit; ``pool_waits`` counts the operations that waited.
+- **A Redis Cluster** (redis-py's ``RedisCluster``, sync or asyncio, or ``from_url`` of
+  a ``redis+cluster://`` URL): operations take turns per node, on the pool of the node
+  that owns their key, and each master has its own circuit (:attr:`~RedisStore.circuits`), so one
+  master failing shuts out only the sessions whose keys it owns (see
+  :mod:`loopfuse.stores._routes`). A plain client pointed at a cluster node fails
+  open, saying so.
 - **A stalled Redis costs one timeout per cool-down**, not one per call: after
   ``failure_threshold`` failures in a row (within ``failure_window`` seconds) the store
   stops calling Redis for ``cooldown`` seconds, then lets one probe through (see
@@ -59,24 +66,28 @@ their asyncio counterparts); the guards take either (``await breaker.acheck(...)
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from loopfuse.errors import ConfigError
 from loopfuse.fields import Integer
+from loopfuse.integrations._extras import require
 from loopfuse.stores import StoredEntry
-from loopfuse.stores._gate import DEFAULT_POOL_TIMEOUT, ConnectionGate, pool_size
+from loopfuse.stores._gate import DEFAULT_POOL_TIMEOUT
 from loopfuse.stores._redis_protocol import (
     SCAN_BATCH,
     SCRIPTS,
     Command,
     Layout,
     Operation,
+    Plan,
     RedisOperations,
     Request,
     Scan,
 )
+from loopfuse.stores._routes import Route, Routes
 from loopfuse.stores._trap import FailureTrap
 from loopfuse.stores.circuit import (
     DEFAULT_COOLDOWN,
@@ -115,12 +126,25 @@ handshake: 100 opened at once on a busy event loop took longer than a 0.25 s tim
 which reads as Redis stalling."""
 
 
+CLUSTER_SCHEMES: Final = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+"""URL schemes of a Redis Cluster (as the ``limits`` library spells them), and the plain
+scheme of each node."""
+
+
 def fail_fast_client(
     url: str, timeout: float, *, asynchronous: bool, max_connections: int = DEFAULT_MAX_CONNECTIONS
 ) -> Any:
     """A client that gives up after ``timeout`` seconds and does not retry: the guard
     fails open at once instead of holding the request while Redis is away. Its pool
-    holds ``max_connections``; the store makes its operations take turns on them."""
+    holds ``max_connections`` (per node, for a cluster); the store makes its operations
+    take turns on them. ``redis+cluster://host:port[,host:port...]`` (or
+    ``rediss+cluster://``): a cluster client, which learns the other nodes from these."""
+    require("redis", extra="redis", what="RedisStore.from_url")
+    if not isinstance(url, str):
+        raise ConfigError(f"url must be a str, not {type(url).__name__}")
+    scheme = url.partition("://")[0].lower()
+    if scheme in CLUSTER_SCHEMES:
+        return _fail_fast_cluster_client(url, timeout, asynchronous, max_connections)
     import redis
     import redis.asyncio
     import redis.asyncio.retry
@@ -140,6 +164,79 @@ def fail_fast_client(
     return redis.Redis.from_url(url, **options)
 
 
+def _fail_fast_cluster_client(
+    url: str, timeout: float, asynchronous: bool, max_connections: int
+) -> Any:
+    """A ``RedisCluster`` (sync or asyncio) for a ``redis+cluster://`` URL: see
+    :func:`fail_fast_client`. Every node named in the URL is a startup node."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    import redis.asyncio.cluster
+    import redis.asyncio.retry
+    import redis.cluster
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    Integer(minimum=1).check(max_connections, "max_connections")
+    parts = urlsplit(url)
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    username, _, password = credentials.partition(":")
+    nodes: list[tuple[str, int]] = []
+    for address in hosts.split(","):
+        host, _, port = address.strip().rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"a cluster URL names host:port nodes, got {address!r} in {url!r}")
+        nodes.append((host.strip("[]"), int(port)))
+    if parts.path.strip("/") not in ("", "0"):
+        raise ConfigError(f"a Redis Cluster has database 0 only, got {parts.path!r} in {url!r}")
+    options: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "max_connections": max_connections,
+    }
+    if username:
+        options["username"] = unquote(username)
+    if password:
+        options["password"] = unquote(password)
+    if CLUSTER_SCHEMES[parts.scheme.lower()] == "rediss":
+        options["ssl"] = True
+    for name, values in parse_qs(parts.query).items():
+        raise ConfigError(f"a cluster URL takes no option {name!r} ({values!r}) here")
+    if asynchronous:
+        startup = [redis.asyncio.cluster.ClusterNode(host, port) for host, port in nodes]
+        retry: Any = redis.asyncio.retry.Retry(NoBackoff(), 0)
+        return redis.asyncio.cluster.RedisCluster(startup_nodes=startup, retry=retry, **options)
+    startup_sync = [redis.cluster.ClusterNode(host, port) for host, port in nodes]  # type: ignore[no-untyped-call]
+    return redis.cluster.RedisCluster(
+        startup_nodes=startup_sync, retry=Retry(NoBackoff(), 0), **options
+    )
+
+
+class MisroutedError(Exception):
+    """A plain client talks to a node of a Redis Cluster, which redirects most keys."""
+
+
+def _misrouted(exc: BaseException) -> MisroutedError | None:
+    """A clear error for a cluster's reply (``MOVED``, ``ASK``, ``CLUSTERDOWN``,
+    ``CROSSSLOT``) that reached a plain client, else ``None``."""
+    try:
+        from redis.exceptions import (
+            AskError,
+            ClusterCrossSlotError,
+            ClusterDownError,
+            MovedError,
+        )
+    except ImportError:  # not redis-py's client: nothing to recognise
+        return None
+    if not isinstance(exc, AskError | ClusterCrossSlotError | ClusterDownError | MovedError):
+        return None
+    return MisroutedError(
+        f"the server is a Redis Cluster node ({type(exc).__name__}: {str(exc)[:80]}): give "
+        "the store a cluster client (redis.cluster.RedisCluster, or "
+        "from_url('redis+cluster://host:port'))"
+    )
+
+
 def _pool_full_errors() -> tuple[type[Exception], ...]:
     """redis-py's "Too many connections" where it has a type of its own
     (``MaxConnectionsError``; recent redis-py raises it from every pool): a full pool,
@@ -149,6 +246,31 @@ def _pool_full_errors() -> tuple[type[Exception], ...]:
     except ImportError:  # an older redis-py, or a client that is not redis-py's
         return ()
     return (MaxConnectionsError,)
+
+
+def _initialize() -> Plan[bool]:
+    """An asyncio cluster client's ``initialize()``: it learns the cluster's nodes."""
+    yield Command("initialize")
+    return True
+
+
+def _no_script_errors() -> tuple[type[Exception], ...]:
+    """redis-py's ``NOSCRIPT`` reply: the node has not cached the script (yet)."""
+    try:
+        from redis.exceptions import NoScriptError
+    except ImportError:
+        return ()
+    return (NoScriptError,)
+
+
+def _cluster_down_errors() -> tuple[type[Exception], ...]:
+    """A cluster that answers ``CLUSTERDOWN`` (slots without a master while a replica
+    takes over): answered at once, not a stall, so not a reason to open a circuit."""
+    try:
+        from redis.exceptions import ClusterDownError, SlotNotCoveredError
+    except ImportError:
+        return ()
+    return (ClusterDownError, SlotNotCoveredError)
 
 
 async def _collect(keys: Any) -> list[bytes]:
@@ -193,11 +315,19 @@ class _RedisStoreBase:
             failure_window=failure_window,
             cooldown=cooldown,
             backpressure_types=_pool_full_errors(),
+            quick_types=_cluster_down_errors(),
         )
-        self._gate = ConnectionGate(pool_size(client), pool_timeout)
+        self._routes = Routes(client, pool_timeout, self._trap)
         self._ops = RedisOperations(Layout(key_prefix, time_source, max_ttl), codec, self._trap)
         self.client = client
-        self._scripts = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
+        self._registered = {name: client.register_script(lua) for name, lua in SCRIPTS.items()}
+        # A cluster: EVALSHA, then EVAL on NOSCRIPT, both to the key's node only.
+        # (redis-py's registered scripts answer NOSCRIPT with a SCRIPT LOAD sent to every
+        # master, outside the nodes' turns: a burst of them fills the pools.)
+        self._scripts = {
+            name: (hashlib.sha1(lua.encode()).hexdigest(), lua) for name, lua in SCRIPTS.items()
+        }
+        self._no_script = _no_script_errors()
 
     @property
     def layout(self) -> Layout:
@@ -237,9 +367,15 @@ class _RedisStoreBase:
         return self._trap.last_error
 
     @property
+    def cluster(self) -> bool:
+        """Whether the client is a cluster client: one gate and one circuit per node."""
+        return self._routes.cluster
+
+    @property
     def pool_waits(self) -> int:
-        """Operations that found every connection of the pool in use and waited."""
-        return self._gate.waits
+        """Operations that found every connection of the pool (of their node, for a
+        cluster) in use and waited."""
+        return sum(route.gate.waits for route in self._routes.all())
 
     @property
     def pool_timeouts(self) -> int:
@@ -251,18 +387,34 @@ class _RedisStoreBase:
     @property
     def max_connections(self) -> int | None:
         """How many operations hold a connection at once: the client's pool size
-        (``None``: no single pool, no limit)."""
-        return self._gate.limit
+        (``None``: no single pool; a cluster client's operations take turns per node,
+        on each node's pool)."""
+        return self._routes.default.gate.limit
 
     @property
     def pool_timeout(self) -> float:
         """Seconds an operation waits for a free connection."""
-        return self._gate.timeout
+        return self._routes.default.gate.timeout
 
     @property
     def circuit(self) -> StoreCircuit:
-        """The store's circuit: its ``state``, ``opened`` and ``short_circuited`` counts."""
+        """The store's circuit: its ``state``, ``opened`` and ``short_circuited`` counts.
+        For a cluster client, the circuit of the operations over every node (see
+        :attr:`circuits` for each node's)."""
         return self._trap.circuit
+
+    @property
+    def circuits(self) -> dict[str, StoreCircuit]:
+        """Every circuit by the node it stands for (``host:port``; ``""``: the store's
+        own, :attr:`circuit`). A plain client's store has only ``""``."""
+        return {route.node: route.circuit for route in self._routes.all()}
+
+    def _route(self, operation: Operation[Any]) -> tuple[Route | None, str]:
+        """The route of ``operation`` and its name in errors (``record on host:port``)."""
+        route = self._routes.for_key(operation.key)
+        if route is None or not route.node:
+            return route, operation.name
+        return route, f"{operation.name} on {route.node}"
 
     @property
     def collisions(self) -> int:
@@ -282,13 +434,42 @@ class _RedisStoreBase:
             return _collect(keys) if self._asynchronous else list(keys)
         if isinstance(request, Command):
             if request.script:
-                return self._scripts[request.name](**request.kwargs)
+                return self._script(request.name, **request.kwargs)
             return getattr(client, request.name)(*request.args, **request.kwargs)
         pipe = client.pipeline(transaction=False)
         for command in request.commands:
             getattr(pipe, command.name)(*command.args, **command.kwargs)
         # Error replies come back in the list: the plan tells junk (WRONGTYPE) from failures.
         return pipe.execute(raise_on_error=False)
+
+    def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run the script ``name``: redis-py's registered script; on a cluster,
+        ``EVALSHA``, then ``EVAL`` where the node has not cached it (after a restart, a
+        ``SCRIPT FLUSH``, on a promoted replica)."""
+        if not self._routes.cluster:
+            return self._registered[name](keys=keys, args=args)
+        sha, lua = self._scripts[name]
+        client = self.client
+        if self._asynchronous:
+            return self._ascript(sha, lua, keys, args)
+        try:
+            return client.evalsha(sha, len(keys), *keys, *args)
+        except self._no_script:
+            return client.eval(lua, len(keys), *keys, *args)
+
+    async def _ascript(self, sha: str, lua: str, keys: list[str], args: list[Any]) -> Any:
+        client = self.client
+        try:
+            return await client.evalsha(sha, len(keys), *keys, *args)
+        except self._no_script:
+            return await client.eval(lua, len(keys), *keys, *args)
+
+    def _check_reply(self, exc: Exception) -> Exception:
+        """What to raise for ``exc``: a cluster's redirect reaching a plain client says
+        so (the store is misconfigured), instead of passing for Redis failing."""
+        if not self._routes.cluster:
+            return _misrouted(exc) or exc
+        return exc
 
     def __repr__(self) -> str:
         return (
@@ -346,11 +527,16 @@ class RedisStore(_RedisStoreBase):
         return cls(client, **kwargs)
 
     def _run(self, operation: Operation[T]) -> T:
-        with self._trap.attempt(operation.name, operation.fallback) as attempt:
+        route, name = self._route(operation)
+        route = route or self._routes.default
+        with self._trap.attempt(name, operation.fallback, route.circuit, route.node) as attempt:
             if attempt.admitted:
-                with self._gate.hold():
+                with route.gate.hold():
                     attempt.recheck()  # the circuit may have opened while it waited
-                    attempt.value = drive(operation.plan, self._issue)
+                    try:
+                        attempt.value = drive(operation.plan, self._issue)
+                    except Exception as exc:
+                        raise self._check_reply(exc) from exc
         return attempt.value
 
     def record(
@@ -427,11 +613,29 @@ class AsyncRedisStore(_RedisStoreBase):
         return cls(client, **kwargs)
 
     async def _run(self, operation: Operation[T]) -> T:
-        with self._trap.attempt(operation.name, operation.fallback) as attempt:
+        route, name = self._route(operation)
+        if route is None:
+            # A cluster client that does not know its nodes yet: it learns them once
+            # (redis-py makes concurrent callers wait for that one), then routes.
+            if not await self._run_on(self._routes.default, name, _initialize(), False):
+                operation.plan.close()
+                return operation.fallback
+            route, name = self._route(operation)
+        return await self._run_on(
+            route or self._routes.default, name, operation.plan, operation.fallback
+        )
+
+    async def _run_on(self, route: Route, name: str, plan: Plan[T], fallback: T) -> T:
+        with self._trap.attempt(name, fallback, route.circuit, route.node) as attempt:
             if attempt.admitted:
-                async with self._gate.ahold():
+                async with route.gate.ahold():
                     attempt.recheck()  # the circuit may have opened while it waited
-                    attempt.value = await adrive(operation.plan, self._issue)
+                    try:
+                        attempt.value = await adrive(plan, self._issue)
+                    except Exception as exc:
+                        raise self._check_reply(exc) from exc
+        if not attempt.admitted:
+            plan.close()
         return attempt.value
 
     async def record(

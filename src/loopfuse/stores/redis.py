@@ -1,8 +1,8 @@
 """Redis stores: breaker windows and cached answers shared by processes and hosts.
 
 Needs ``redis-py`` (``pip install '.[redis]'`` in a loopfuse clone until it is published),
-imported when a store is made (``from_url`` makes its client; a store takes redis-py's "pool full" error type); a store
-is otherwise built around a client you made:
+imported when a store is made (``from_url`` makes its client; a store takes redis-py's
+"pool full" error type); a store is otherwise built around a client you made:
 
 .. code-block:: python
 

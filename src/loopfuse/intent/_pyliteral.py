@@ -71,6 +71,22 @@ _ESCAPES: Final = re.compile(
     r"|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}))*+"
 )
 _NAMES: Final = {"True": True, "False": False, "None": None}
+# Plain items (see _run): what each is, and runs of them with their commas (in a list
+# or a dict, the last may be followed by the closing bracket instead).
+_PLAIN: Final = re.compile(
+    r"""(-?[0-9]++)|'([^'\\\n]*+)'|"([^"\\\n]*+)"|(True|False|None)"""
+    r"|(\[[ \t\n]*+\])|(\{[ \t\n]*+\})|(\([ \t\n]*+\))"
+)
+_PLAIN_ITEM: Final = (
+    r"""(?:-?(?:[1-9][0-9]{0,17}|0)|'[^'\\\n]*+'|"[^"\\\n]*+"|True|False|None"""
+    r"|\[[ \t\n]*+\]|\{[ \t\n]*+\}|\([ \t\n]*+\))[ \t\n]*+"
+)
+_RUNS: Final = {
+    "(": re.compile(rf"(?:{_PLAIN_ITEM},[ \t\n]*+)++"),
+    "[": re.compile(rf"(?:{_PLAIN_ITEM}(?:,[ \t\n]*+|(?=\])))++"),
+    "{": re.compile(rf"(?:{_PLAIN_ITEM}:[ \t\n]*+{_PLAIN_ITEM}(?:,[ \t\n]*+|(?=\}})))++"),
+}
+_EMPTY: Final = {5: list, 6: dict, 7: tuple}
 _CLOSER: Final = {"[": "]", "(": ")", "{": "}"}
 
 
@@ -122,16 +138,25 @@ def read_literal(text: str, max_depth: int) -> object:
     end = len(text)
     i = _BLANKS_OUTSIDE.match(text).end()  # type: ignore[union-attr]  # always matches
     stack: list[_Open] = []
+    value: object
     while True:
         # A value starts at i.
         char = text[i] if i < end else ""
-        if char in _CLOSER:
+        # (Not at the deepest level allowed, where an empty container is one too deep.)
+        if 0 < len(stack) < max_depth and (after := _run(stack[-1], text, i)) != i:
+            i = after  # a run of plain items, each with its comma
+            if i < end and text[i] == _CLOSER[stack[-1].bracket]:
+                value = _closed(stack.pop())
+                i += 1
+            else:
+                continue
+        elif char in _CLOSER:
             if len(stack) >= max_depth:
                 raise NotALiteral(f"nested deeper than {max_depth}")
             stack.append(_Open(char))
             i = _BLANKS_INSIDE.match(text, i + 1).end()  # type: ignore[union-attr]
             if i < end and text[i] == _CLOSER[char]:
-                value: object = _empty(stack.pop())
+                value = _empty(stack.pop())
                 i += 1
             else:
                 continue
@@ -159,6 +184,45 @@ def read_literal(text: str, max_depth: int) -> object:
             stack.pop()
             if i < end and text[i] not in _AFTER:
                 raise NotALiteral(f"not a literal at {i}")
+
+
+def _run(top: _Open, text: str, i: int) -> int:
+    """Read the plain items starting at ``text[i]`` into ``top`` (small ints, strings
+    without escapes, names, each followed by its comma; in a dict, such keys and values):
+    where a text is mostly such items, one regular expression reads them, not a Python
+    step per token. The index after them (``i`` when there are none)."""
+    bracket = top.bracket
+    if bracket != "{":
+        found = _RUNS[bracket].match(text, i)
+        if found is None:
+            return i
+        top.items.extend([_plain(item) for item in _PLAIN.finditer(text, i, found.end())])
+        top.comma = True  # "(" runs end with a comma; for the others it does not matter
+        return found.end()
+    if top.key is not _NO_KEY or (top.mapping is None and top.items):
+        return i  # a dict's value comes next, or this is a set
+    found = _RUNS[bracket].match(text, i)
+    if found is None:
+        return i
+    if top.mapping is None:
+        top.mapping = {}
+    plain = iter([_plain(item) for item in _PLAIN.finditer(text, i, found.end())])
+    try:
+        top.mapping.update(zip(plain, plain, strict=True))  # key, value, key, value...
+    except TypeError:  # an empty list or dict as a key
+        raise NotALiteral(f"an unhashable key after {i}") from None
+    return found.end()
+
+
+def _plain(item: re.Match[str]) -> object:
+    group = item.lastindex
+    if group == 1:
+        return int(item.group(1))
+    if group == 4:
+        return _NAMES[item.group(4)]
+    if group in _EMPTY:
+        return _EMPTY[group]()
+    return item.group(group)  # type: ignore[arg-type]
 
 
 def _empty(container: _Open) -> object:

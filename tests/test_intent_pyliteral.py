@@ -227,6 +227,15 @@ def _best(text: str) -> float:
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_costly_shape_is_read_or_refused(shape: str) -> None:
+    """The untimed twin of the scaling test: each shape, read or refused, never raising
+    anything but NotALiteral."""
+    with contextlib.suppress(NotALiteral):
+        read_literal(SHAPES[shape](2_000), 254)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_the_reader_scales_linearly(shape: str) -> None:
     """Eight times the text costs at most ~16 times as long (linear, with room for a
     loaded machine): a quadratic reader costs 64 times."""

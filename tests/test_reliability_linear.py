@@ -127,3 +127,69 @@ def test_every_entry_point_costs_a_multiple_of_json_loads_at_any_size() -> None:
         st.sampled_from([SHAPES[name] for name in sorted(SHAPES)]),
         st.integers(min_value=20_000, max_value=600_000),
     )
+
+
+# --- tool calls written as text (issue 30, finding 2) ---------------------------------
+# smolagents' calls written as the str() of a Python list went through Python's parser,
+# which reads f-strings in quadratic time (3.11) and every text in full before refusing
+# it: Guard.check took 0.27 s on 56 KB, 3.2 s on 224 KB, 14.7 s on 448 KB. The reader
+# of our own is linear for every shape of text; the check is by scaling (four times the
+# text may cost at most eight times as long: a quadratic reader costs sixteen).
+
+
+def _written(opening: str, unit: str, closing: str) -> Shape:
+    """One assistant turn writing ``Calling tools:`` then ``opening``, ``unit`` as many
+    times as the size holds, and ``closing``."""
+
+    def body(size: int, salt: str) -> bytes:
+        units = unit * max(1, size // len(unit))
+        text = f"Calling tools:\n{opening}{units}{closing}"  # the salt: in the task
+        messages = [
+            {"role": "user", "content": f"New task:\n{salt}"},
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": "Observation:\nsame"},
+        ]
+        return json.dumps({"model": "m", "messages": messages}).encode()
+
+    return body
+
+
+def _written_laps(size: int, salt: str) -> bytes:
+    call = (
+        "Calling tools:\n[{'id': 'call_1', 'type': 'function', 'function': "
+        "{'name': 'lookup', 'arguments': {'word': '<salt>', 'n': [1, 2.5, (3,)]}}}]"
+    ).replace("<salt>", salt)
+    messages = [{"role": "user", "content": "New task:\nLook it up."}]
+    for _ in range(max(1, size // (len(call) + 60))):
+        messages.append({"role": "assistant", "content": call})
+        messages.append({"role": "user", "content": "Observation:\nsame"})
+    return json.dumps({"model": "m", "messages": messages}).encode()
+
+
+WRITTEN_SHAPES: dict[str, Shape] = {
+    "f-string": _written("[f'", "{1}", "']"),  # quadratic in Python 3.11's parser
+    "dense ints": _written("[", "1,", "0]"),
+    "dense floats": _written("[", "1.5,", "0]"),
+    "nested lists": _written("[", "[1, ()],", "0]"),
+    "dicts": _written("[", "{'id': 'c', 'function': {'name': 'f', 'arguments': {'a': -1}}},", "]"),
+    "escapes": _written("['", "\\n\\x41", "']"),
+    "unterminated": _written("['", "\\\\", ""),
+    "deep then junk": _written("[" * 200, "(-not lambda: a.b if 1 else 2**", ""),
+    "laps of calls": _written_laps,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(WRITTEN_SHAPES))
+def test_every_entry_point_reads_written_calls(shape: str) -> None:
+    run_everywhere(WRITTEN_SHAPES[shape], 20_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", sorted(WRITTEN_SHAPES))
+def test_every_entry_point_reads_written_calls_in_linear_time(shape: str) -> None:
+    make = WRITTEN_SHAPES[shape]
+    for name, (entry, _) in ENTRY_POINTS.items():
+        small, large = (make(size, f"{name}{size}") for size in (100_000, 400_000))
+        gc.collect()
+        costs = [best_of(partial(entry, body), 2) for body in (small, large)]
+        assert costs[1] <= 8 * costs[0] + 0.05, (name, costs)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
+from loopfuse.detector._textcache import TextCache
 from loopfuse.detector.vocabulary import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 from loopfuse.errors import ConfigError
 
@@ -54,7 +55,9 @@ _CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
 _WORDS: Final = re.compile(r"[a-z0-9]+")
 
 
-@lru_cache(maxsize=4096)
+_CACHED_NAME: Final = 256  # longer tool names are split again each time, never kept
+
+
 def name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(words of the whole name, words of the tool's own name)``, lower-case.
 
@@ -62,7 +65,22 @@ def name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     (('mcp', 'fs', 'read', 'file'), ('read', 'file'))
     >>> name_words("2:read_file")
     (('2', 'read', 'file'), ('read', 'file'))
+
+    Cached for names up to :data:`_CACHED_NAME` characters (real tool names are at most
+    64 or 128 at every provider): the words are as long as the name, so a longer one,
+    which only a hostile client sends, is not kept.
     """
+    if len(name) <= _CACHED_NAME:
+        return _cached_name_words(name)
+    return _name_words(name)
+
+
+@lru_cache(maxsize=4096)
+def _cached_name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return _name_words(name)
+
+
+def _name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     parts = [part for part in _NAMESPACE.split(name) if _WORDS.search(part.lower())]
     own = parts[-1] if parts else name
     split = _WORDS.findall(_CAMEL.sub(r"\1_\2", name).lower())
@@ -109,16 +127,15 @@ class ToolClassifier:
     def __init__(self, observation_tools: Iterable[str], costly_tools: Iterable[str]) -> None:
         self._observation = _compile(observation_tools, "observation_tools")
         self._costly = _compile(costly_tools, "costly_tools")
-        self._cache: dict[str, tuple[bool, bool]] = {}
+        # Under bounded keys (names are the client's, of any length), the recent ones.
+        self._cache: TextCache[tuple[bool, bool]] = TextCache(4096)
 
     def _classify(self, name: str) -> tuple[bool, bool]:
-        found = self._cache.get(name)
-        if found is None:
-            words, own = name_words(name)
-            found = (_observation_match(own, self._observation), _costly_match(words, self._costly))
-            if len(self._cache) < 4096:
-                self._cache[name] = found
-        return found
+        return self._cache.get(self._match, name)
+
+    def _match(self, name: str) -> tuple[bool, bool]:
+        words, own = name_words(name)
+        return (_observation_match(own, self._observation), _costly_match(words, self._costly))
 
     def is_observation(self, name: str) -> bool:
         """True when ``name`` is a read-only tool (costly or not)."""
@@ -131,7 +148,7 @@ class ToolClassifier:
     def classify_names(self, names: Iterable[str]) -> tuple[bool, bool]:
         """``(every name is an observation, some name is costly)`` for one batch."""
         if type(names) is tuple and len(names) == 1:
-            return self._cache.get(names[0]) or self._classify(names[0])
+            return self._classify(names[0])
         observation = True
         costly = False
         empty = True

@@ -137,9 +137,10 @@ def _is_failed_banner(line: str) -> bool:
 
 # What was found about recent answers, under bounded keys (the answers are the client's,
 # of any length: see loopfuse.detector._textcache).
-_ERROR_WINDOWS: Final[TextCache[bool]] = TextCache(512)
-_FRAMEWORK_ERRORS: Final[TextCache[bool]] = TextCache(512)
-_NORMAL_FORMS: Final[TextCache[str]] = TextCache(256)
+# An answer up to _ANSWER_KEY characters is its own key (most are: a digest would cost
+# more than the lookup saves); a longer one's digest, or (for the framework check, which
+# reads little of it) not cached. See SECURITY.md for the memory this holds at most.
+_ANSWER_KEY: Final = 2048
 
 
 def _window_is_error(window: str) -> bool:
@@ -180,9 +181,7 @@ def looks_like_error(text: str, *, frameworks: bool = True) -> bool:
     # answer is cached: the scanner asks again about the same answer within a request.
     # Cached as the window check is: a proxy's scan reads the same answers request after
     # request, and most are not a framework's (so every check runs to its end).
-    return _ERROR_WINDOWS.get(_window_is_error, _window(text)) or (
-        frameworks and _FRAMEWORK_ERRORS.get(framework_error, text)
-    )
+    return _ERROR_WINDOWS.call(_window(text)) or (frameworks and _FRAMEWORK_ERRORS.call(text))
 
 
 def error_line(text: str) -> str | None:
@@ -285,7 +284,7 @@ def normalize_answer(text: str, *, frameworks: bool = True) -> str:
     # A proxy sees each answer again in every later request of the conversation: the
     # normal form of a recent (not too long) answer is kept rather than made again.
     if type(text) is str and len(text) <= _CACHED_TEXT:
-        return _NORMAL_FORMS.get(_normalize, text, bool(frameworks))
+        return _NORMAL_FORMS.call(text, bool(frameworks))
     return _normalize(text, frameworks)
 
 
@@ -369,3 +368,11 @@ def _strip_line_ends(text: str) -> str:
     if " \n" not in text and "\t\n" not in text and not text.endswith((" ", "\t")):
         return text
     return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
+
+
+# Defined last: each names the function it caches.
+_ERROR_WINDOWS: Final[TextCache[bool]] = TextCache(_window_is_error, 512, _ANSWER_KEY)
+_FRAMEWORK_ERRORS: Final[TextCache[bool]] = TextCache(
+    framework_error, 512, _ANSWER_KEY, digest=False
+)
+_NORMAL_FORMS: Final[TextCache[str]] = TextCache(_normalize, 256, _ANSWER_KEY)

@@ -113,7 +113,7 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
     """
     if type(name) is not str:
         return None
-    tool = _TOOL_KINDS.get(_tool_kind, name)
+    tool = _TOOL_KINDS.call(name)
     if tool is None:
         return None
     if tool == "command":
@@ -128,11 +128,6 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
     if tool == READ:
         return _READ_CALL
     return EditorCall(EDIT, _path_of(arguments) or _patch_path(arguments))
-
-
-# Cached under bounded keys (the names and texts are the client's, of any length).
-_TOOL_KINDS: Final[TextCache[str | None]] = TextCache(4096)
-_MENTIONS: Final[TextCache[bool | None]] = TextCache(1024)
 
 
 def _tool_kind(name: str) -> str | None:
@@ -196,7 +191,7 @@ def mentions_file(text: str, path: str) -> bool | None:
     name are looked at, each with at most :data:`_MENTION_BACK` characters of path
     before it, so the cost is bounded whatever the text.
     """
-    return _MENTIONS.get(_mentions, text, path)
+    return _MENTIONS.call(text, path)
 
 
 def _mentions(text: str, path: str) -> bool | None:
@@ -222,3 +217,8 @@ def _mentions(text: str, path: str) -> bool | None:
             found = False  # a file of the same name, elsewhere
         at = text.find(name, at + 1)
     return found
+
+
+# Cached under bounded keys (the names and texts are the client's, of any length).
+_TOOL_KINDS: Final[TextCache[str | None]] = TextCache(_tool_kind, 4096)
+_MENTIONS: Final[TextCache[bool | None]] = TextCache(_mentions, 1024)

@@ -82,7 +82,12 @@ class ShellClassifier:
     loopfuse.errors.ConfigError: shell_tools pattern '' has no letters or digits
     """
 
-    __slots__ = ("_line_is_read_only", "_max_length", "_patterns", "_read", "_table")
+    __slots__ = (
+        "_max_length",
+        "_patterns",
+        "_read",
+        "_table",
+    )
 
     def __init__(
         self,
@@ -100,8 +105,9 @@ class ShellClassifier:
         self._max_length = _bounded_int(max_command_length, "max_command_length", _LONGEST_LIMIT)
         table = self._table
         # Command lines are the client's (up to max_command_length): keyed by digest.
-        self._read: TextCache[bool] = TextCache(_bounded_int(cache_size, "cache_size"))
-        self._line_is_read_only = partial(line_is_read_only, table=table)
+        self._read: TextCache[bool] = TextCache(
+            partial(line_is_read_only, table=table), _bounded_int(cache_size, "cache_size")
+        )
 
     def is_shell_tool(self, name: str) -> bool:
         """True when the tool's own name is one of the shell patterns (False for a non-str).
@@ -146,7 +152,7 @@ class ShellClassifier:
             return False
         if type(command) is not str:
             command = str.__str__(command)  # a plain copy: a subclass's hash is not trusted
-        return self._read.get(self._line_is_read_only, command)
+        return self._read.call(command)
 
     def classify_call(self, name: str, arguments: object) -> bool | None:
         """None for a tool that is not a shell; for a shell, whether the call only reads.

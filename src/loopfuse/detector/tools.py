@@ -52,10 +52,12 @@ _MUTATING_VERBS: Final = frozenset(_MUTATING_VERB_LIST)
 
 _NAMESPACE: Final = re.compile(r"__|[:./\\]")
 _CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
+_UPPER: Final = re.compile(r"[A-Z]")
 _WORDS: Final = re.compile(r"[a-z0-9]+")
 
 
 _CACHED_NAME: Final = 256  # longer tool names are split again each time, never kept
+_CLASSIFIED: Final = 4096  # names a ToolClassifier keeps the classes of
 
 
 def name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -83,9 +85,15 @@ def _cached_name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     parts = [part for part in _NAMESPACE.split(name) if _WORDS.search(part.lower())]
     own = parts[-1] if parts else name
-    split = _WORDS.findall(_CAMEL.sub(r"\1_\2", name).lower())
-    own_words = _WORDS.findall(_CAMEL.sub(r"\1_\2", own).lower())
-    return tuple(split), tuple(own_words)
+    split = tuple(_words(name))
+    # A name without a namespace is its own name: its words are not read twice.
+    return split, split if own == name else tuple(_words(own))
+
+
+def _words(text: str) -> list[str]:
+    if _UPPER.search(text) is not None:  # else there is no camel case to split
+        text = _CAMEL.sub(r"\1_\2", text)
+    return _WORDS.findall(text.lower())
 
 
 def own_name(name: str) -> str:
@@ -122,16 +130,26 @@ class ToolClassifier:
     (False, True)
     """
 
-    __slots__ = ("_cache", "_costly", "_observation")
+    __slots__ = ("_cache", "_costly", "_long", "_observation")
 
     def __init__(self, observation_tools: Iterable[str], costly_tools: Iterable[str]) -> None:
         self._observation = _compile(observation_tools, "observation_tools")
         self._costly = _compile(costly_tools, "costly_tools")
-        # Under bounded keys (names are the client's, of any length), the recent ones.
-        self._cache: TextCache[tuple[bool, bool]] = TextCache(4096)
+        # Names are the client's, of any length: a name up to _CACHED_NAME characters is
+        # its own key (a plain dict, emptied when full), a longer one its digest's.
+        self._cache: dict[str, tuple[bool, bool]] = {}
+        self._long: TextCache[tuple[bool, bool]] = TextCache(self._match, 256, 0)
 
     def _classify(self, name: str) -> tuple[bool, bool]:
-        return self._cache.get(self._match, name)
+        found = self._cache.get(name)
+        if found is None:
+            if len(name) > _CACHED_NAME:
+                return self._long.call(name)
+            found = self._match(name)
+            if len(self._cache) >= _CLASSIFIED:
+                self._cache.clear()
+            self._cache[name] = found
+        return found
 
     def _match(self, name: str) -> tuple[bool, bool]:
         words, own = name_words(name)

@@ -53,6 +53,7 @@ _MUTATING_VERBS: Final = frozenset(_MUTATING_VERB_LIST)
 _NAMESPACE: Final = re.compile(r"__|[:./\\]")
 _CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
 _UPPER: Final = re.compile(r"[A-Z]")
+_CAMEL_GAP: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORDS: Final = re.compile(r"[a-z0-9]+")
 
 
@@ -92,7 +93,9 @@ def _name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _words(text: str) -> list[str]:
     if _UPPER.search(text) is not None:  # else there is no camel case to split
-        text = _CAMEL.sub(r"\1_\2", text)
+        # What _CAMEL.sub(r"\1_\2") gives, with a constant replacement: no Python call
+        # per match (a 250 KB camelCase name took 0.6 s).
+        text = _CAMEL_GAP.sub("_", text)
     return _WORDS.findall(text.lower())
 
 

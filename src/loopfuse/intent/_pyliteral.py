@@ -2,10 +2,11 @@
 
 Some agents write their tool calls into the conversation as the ``str()`` of a Python
 list (smolagents: ``Calling tools:\\n[{'id': ..., 'function': {...}}]``). That text comes
-from the client, so it never reaches :func:`ast.literal_eval`: CPython's parser recurses
-in C (about 1.8 KB of stack per level: ~70 brackets, parentheses or unary signs kill a
-128 KiB thread) and reads some texts in quadratic time (f-strings, in 3.11). This reader
-takes the shapes such texts hold and nothing else:
+from the client, so it never reaches the standard library's literal evaluator (in
+:mod:`ast`, which runs CPython's parser): that parser recurses in C (about 1.8 KB of
+stack per level: ~70 brackets, parentheses or unary signs kill a 128 KiB thread) and
+reads some texts in quadratic time (f-strings, in 3.11). This reader takes the shapes
+such texts hold and nothing else:
 
 - lists ``[...]``, tuples ``(...)`` (and parentheses around one value), dicts
   ``{k: v}`` and sets ``{v, ...}``, with trailing commas;
@@ -16,7 +17,7 @@ takes the shapes such texts hold and nothing else:
   at most :data:`MAX_NUMBER` characters), with one ``-`` or ``+`` before them;
 - ``True``, ``False``, ``None``; blanks, tabs and (inside brackets) newlines between tokens.
 
-On every text it accepts it gives what :func:`ast.literal_eval` gives (a differential
+On every text it accepts it gives what :mod:`ast`'s literal evaluator gives (a differential
 test checks it). Everything else raises :class:`NotALiteral`, and the caller keeps the
 text as text: bytes and f-strings, ``\\N{...}`` and unknown escapes, complex numbers,
 ``set()``, a sign before anything but a number, comments, ``\\r``, NUL or a lone
@@ -108,7 +109,7 @@ _NO_KEY: Final = object()
 
 
 def read_literal(text: str, max_depth: int) -> object:
-    """The value of the Python literal ``text``, as :func:`ast.literal_eval` gives it.
+    """The value of the Python literal ``text``, as :mod:`ast`'s evaluator gives it.
 
     Raises :class:`NotALiteral` for any text outside the shapes this module reads,
     and for containers nested deeper than ``max_depth``.

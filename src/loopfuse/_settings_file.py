@@ -10,7 +10,10 @@ from loopfuse.errors import ConfigError
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["load_toml"]
+__all__ = ["MAX_SETTINGS_BYTES", "load_toml"]
+
+MAX_SETTINGS_BYTES = 1024 * 1024
+"""A settings file larger than this is refused (it is read whole, at every hook)."""
 
 
 def load_toml(path: Path) -> dict[str, object]:
@@ -20,12 +23,23 @@ def load_toml(path: Path) -> dict[str, object]:
     """
     import tomllib  # here, not above: ``loopfuse hook`` without a settings file skips it
 
+    from loopfuse.cli.safe_files import UnsafeFileError, read_regular
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        # Non-blocking, a regular file only: a FIFO named as the settings would hang the
+        # hook (a link is followed: the user's settings may be a dotfile's link).
+        raw = read_regular(str(path), MAX_SETTINGS_BYTES, follow=True)
+        if len(raw) > MAX_SETTINGS_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_SETTINGS_BYTES} bytes")
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a folder, not a TOML file") from None
+    except UnsafeFileError:
+        if path.is_dir():
+            raise ConfigError(f"{path}: is a folder, not a TOML file") from None
+        raise ConfigError(f"{path}: not a regular file (a FIFO or a device)") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

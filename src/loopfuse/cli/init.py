@@ -13,11 +13,22 @@ absolute path of the installed ``loopfuse`` (so the hook works outside the venv)
 - Gemini CLI: ``~/.gemini/settings.json``, or ``.gemini/settings.json`` with
   ``--project``.
 
-What is there is kept: other hooks, other settings. The file is replaced atomically
-after a copy of the old one is kept beside it (``<file>.loopfuse-backup``); a second
-run changes nothing; ``--remove`` takes out the entries ``init`` added, and nothing
-else; a file that is not a JSON object is refused with a clear error. Exit status: 0
-done (or nothing to do), 2 usage error or a settings file that cannot be edited.
+What is there is kept, byte for byte: the file is edited as text
+(:mod:`loopfuse.cli.settings_text`; Gemini CLI's comments too), and replaced atomically.
+The user's original is kept beside it (``<file>.loopfuse-backup``), made once and never
+overwritten; a second run changes nothing; ``--remove`` takes out the entries ``init``
+added, and nothing else, and puts the original back as it was when nothing else
+changed (no file, if there was none); a file that is not a JSON object is refused with a
+clear error. Exit status: 0 done (or nothing to do), 2 usage error or a settings file
+that cannot be edited.
+
+Links (see :mod:`loopfuse.cli.safe_files`): ``init`` never writes through a link it did
+not make. The user's own settings (their home, ``$CLAUDE_CONFIG_DIR``, ``$CODEX_HOME``,
+or ``--settings``) may be a link into their dotfiles: the file it points to is edited
+and the link kept. In a project's folder (``--project``: a checkout of someone else's
+repository, whose links a ``git clone`` made) a link as the settings file or its folder
+is refused. The backup is created new (``O_EXCL | O_NOFOLLOW``), and a link already at
+its name is refused, in either scope.
 """
 
 from __future__ import annotations

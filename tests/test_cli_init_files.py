@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -396,3 +396,62 @@ InitSequences.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_init_sequences_keep_the_users_original = InitSequences.TestCase
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+_OTHER_HOOK = {"type": "command", "command": "/usr/bin/audit"}
+_SETTINGS = st.fixed_dictionaries(
+    {},
+    optional={
+        "model": _VALUES,
+        "env": st.dictionaries(st.text(max_size=5), _VALUES, max_size=3),
+        "hooks": st.dictionaries(
+            st.sampled_from(["PreToolUse", "PostToolUse", "Stop", "BeforeTool"]),
+            st.lists(st.just({"matcher": "Bash", "hooks": [_OTHER_HOOK]}), max_size=2),
+        ),
+    },
+)
+_STYLES = st.sampled_from(
+    [
+        {"indent": None},
+        {"indent": None, "separators": (",", ":")},
+        {"indent": 2},
+        {"indent": 4},
+        {"indent": "\t"},
+    ]
+)
+
+
+@pytest.mark.parametrize("agent", list(PATHS))
+def test_any_settings_in_any_style_come_back_byte_for_byte(tmp_path: Path, agent: str) -> None:
+    counter = iter(range(10**6))
+
+    def check(settings_value: dict[str, Any], style: dict[str, Any], crlf: bool) -> None:
+        home = tmp_path / f"h{next(counter)}"
+        path = home / PATHS[agent]
+        path.parent.mkdir(parents=True)
+        text = json.dumps(settings_value, ensure_ascii=False, **style)
+        if crlf:
+            text = text.replace("\n", "\r\n")
+        path.write_bytes(text.encode())
+        assert run(home, "--agent", agent)[0] == 0
+        installed = json.loads(path.read_text())
+        for key, value in settings_value.items():
+            if key != "hooks":
+                assert installed[key] == value
+        assert run(home, "--agent", agent, "--mode", "refuse")[0] == 0
+        assert run(home, "--agent", agent, "--remove")[0] == 0
+        assert path.read_bytes() == text.encode()
+
+    settings(max_examples=25, deadline=None)(given(_SETTINGS, _STYLES, st.booleans())(check))()

@@ -215,8 +215,10 @@ def uninstall(settings: dict[str, Any], agent: str, path: Path) -> dict[str, Any
 
 def _install_text(text: str, agent: str, command: str, comments: bool) -> str:
     """``text`` with loopfuse's entries for ``agent`` (and none other of loopfuse's),
-    spliced in: see :mod:`loopfuse.cli.settings_text`."""
-    text = _uninstall_text(text, comments)
+    spliced in: see :mod:`loopfuse.cli.settings_text`. Entries of an earlier run are
+    replaced where they are: the lists and the ``hooks`` object they were in stay, so
+    that a re-run with other options differs from the first run only in the command."""
+    text = _uninstall_text(text, comments, keep=frozenset(_EVENTS[agent]))
     entries = {}
     for event in _EVENTS[agent]:
         entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
@@ -239,18 +241,19 @@ def _install_text(text: str, agent: str, command: str, comments: bool) -> str:
     return text
 
 
-def _uninstall_text(text: str, comments: bool) -> str:
+def _uninstall_text(text: str, comments: bool, keep: frozenset[str] = frozenset()) -> str:
     """``text`` without loopfuse's entries, one at a time: a group that held only
     loopfuse's handler goes, so does an event's list and the ``hooks`` object that held
-    only loopfuse's groups (as :func:`uninstall` does)."""
+    only loopfuse's groups (as :func:`uninstall` does), but the lists of the events in
+    ``keep`` (about to be filled again) and then the ``hooks`` object, which stay."""
     while True:
-        edited = _remove_one(text, comments)
+        edited = _remove_one(text, comments, keep)
         if edited is None:
             return text
         text = edited
 
 
-def _remove_one(text: str, comments: bool) -> str | None:
+def _remove_one(text: str, comments: bool, keep: frozenset[str]) -> str | None:
     """``text`` without the first of loopfuse's entries, else ``None``."""
     plain = settings_text.strip_comments(text, comments)
     root = _root(text, comments)
@@ -268,9 +271,9 @@ def _remove_one(text: str, comments: bool) -> str | None:
             if not isinstance(handlers, list) or not any(_is_ours(h) for h in handlers):
                 continue
             if all(_is_ours(h) for h in handlers):  # the group was loopfuse's
-                if len(groups.elements) > 1:
+                if len(groups.elements) > 1 or hooks.keys[event] in keep:
                     return settings_text.delete(text, groups, index)
-                if len(hooks.elements) > 1:  # the event's list held only loopfuse's
+                if len(hooks.elements) > 1 or keep:  # the event's list held only loopfuse's
                     return settings_text.delete(text, hooks, event)
                 return settings_text.delete(text, root, at)  # so did the hooks object
             table = settings_text.outline(text, group_start, comments)

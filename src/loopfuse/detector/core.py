@@ -61,6 +61,7 @@ class RunCore:
         self.last: tuple[int, Answers] | None = None
         self._refused: LoopDetected | None = None  # the previous batch, if a refused cycle
         self._tripped: Trip | None = None  # what the newest answers tripped
+        self.waits = 0  # waits in a row on something still running (max_waits)
         self.history.clear()
 
     # --- before a batch runs ------------------------------------------------------------
@@ -74,8 +75,13 @@ class RunCore:
         costly: bool,
         judge: bool = True,
         calls: tuple[object, ...] = (),
+        wait: bool = False,
     ) -> tuple[BatchRecord, LoopDetected | None]:
         """Count a batch; with ``judge``, also decide whether it is refused.
+
+        ``wait``: every call waits on something already running. A wait that follows a
+        wait whose answer said the thing still runs is progress: neither a repeat nor a
+        cycle, up to ``max_waits`` waits in a row (then it is refused).
 
         A replay counts earlier turns with ``judge=False``: their counting and history are
         what later turns depend on, their own verdicts are never read. ``calls`` are the
@@ -97,13 +103,28 @@ class RunCore:
         entry = HistoryEntry(key, names, observation and not costly, args, limit)
         if not observation:
             entry.edits = reader.edits(names, args)
+        previous = self.history[-1] if self.history else None
+        waiting = False
+        if wait and self.settings.max_waits is not None:
+            entry.wait = True
+            self.waits = self.waits + 1 if previous is not None and previous.wait else 1
+            waiting = previous is not None and previous.wait and previous.running
+        else:
+            self.waits = 0
         self.history.append(entry)
         record = BatchRecord(self.owner, self._run, entry, self.total, self.strikes, calls)
         record.observation = observation
         record.costly = costly
         tripped, self._tripped = self._tripped, None
         error = None
-        if judge:
+        max_waits = self.settings.max_waits
+        if judge and entry.wait and max_waits is not None and self.waits > max_waits:
+            bound = REPEAT.waited_too_long(self, entry, record)
+            record.mark_refused(bound.basis)
+            error = bound.error
+        elif judge and waiting:
+            pass  # the thing waited on still runs: progress, whatever the answers
+        elif judge:
             refusal = REPEAT.judge(self, entry, record)
             if refusal is None:
                 earlier = None if retry is None else retry.record
@@ -141,6 +162,11 @@ class RunCore:
         entry = record.entry
         entry.answers = answers
         entry.text = text
+        if entry.wait:
+            said = text
+            if said is None and answers is not None and not isinstance(answers, str):
+                said = answers.text()
+            entry.running = self.settings.reader.still_running(entry.names, said)
         entry.refused = False  # it ran after all: answer-based signals read it again
         if self._refused is not None and self._refused.record is record:
             self._refused = None  # it ran after all: its answers now speak for it
@@ -165,6 +191,9 @@ class RunCore:
             self.repeated = 0
         if not signals or not self.history or self.history[-1] is not entry:
             return outcome, None  # an older batch reported late: the newest one speaks
+        if entry.running:
+            self._tripped = None  # a wait on something still running: no answer is a loop
+            return outcome, None
         self._tripped = self._answer_signals()
         return outcome, self._tripped
 

@@ -127,11 +127,13 @@ def results_digest(
         if not isinstance(call, ToolCall):
             raise InvalidInputError(f"expected ToolCall, got {type(call).__name__}")
         raw, norm, text = _answer_forms(answer, reading.frameworks)
-        failed = (
-            failed
-            or (reading.flags and flagged_error(answer if type(answer) is dict else text))
-            or (text is not None and looks_like_error(text, frameworks=reading.frameworks))
-        )
+        if not failed and error is None:
+            flag = True if flagged_error(answer if type(answer) is dict else text) else None
+            said = reading.failed(call.name, text, flag)
+            if said is None and text is not None:
+                plain = reading.plain(call.name, text)
+                said = looks_like_error(plain, frameworks=reading.frameworks)
+            failed = bool(said)
         empty = empty and text is not None and is_contentless(text)
         key = call.signature.encode("utf-8", "surrogatepass") + b"\x00"
         norm_hash = blake3(norm).digest(16)

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
-from loopfuse.detector.vocabulary import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 from loopfuse.errors import ConfigError
+from loopfuse.harness.generic import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 
 if TYPE_CHECKING:
     from loopfuse.detector.signature import ToolCall

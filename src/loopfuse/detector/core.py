@@ -32,7 +32,16 @@ from loopfuse.detector.settings import DetectorSettings
 from loopfuse.detector.signals import ANSWER_SIGNALS, CYCLE, REPEAT
 from loopfuse.detector.signals.base import Trip
 
-__all__ = ["RunCore"]
+__all__ = ["RunCore", "rejected_edit"]
+
+
+def rejected_edit(entry: HistoryEntry, last: tuple[int, Answers] | None) -> bool:
+    """Whether ``entry``, a batch of editor edits only, repeats one whose last answers
+    were an error (the editor rejected it: nothing changed)."""
+    if entry.edits is None or last is None:
+        return False
+    facts = answer_facts(last[1])
+    return facts is not None and facts[0] and not facts[1]
 
 
 class RunCore:
@@ -83,6 +92,16 @@ class RunCore:
         wait whose answer said the thing still runs is progress: neither a repeat nor a
         cycle, up to ``max_waits`` waits in a row (then it is refused).
 
+        An editor edit sent again after the editor rejected it (its answer an error: it
+        changed nothing, :func:`rejected_edit`) is judged as a read: the read-only
+        allowance, no ceiling. Re-sending a rejected edit a few times before reading the
+        file again is how agents recover from an editor's "multiple occurrences" or
+        "new_str must differ" (seen on OpenHands runs that then resolved); a state change
+        it is not. It can only make the detector later, never earlier, on any harness:
+        OpenHands, SWE-agent, Claude Code and Codex edits that kept failing alike are
+        still refused, at the 5th identical call instead of the 3rd (calibration, OpenHands
+        half and corpus: no run flagged changes, docs/detector.md).
+
         A replay counts earlier turns with ``judge=False``: their counting and history are
         what later turns depend on, their own verdicts are never read. ``calls`` are the
         checked :class:`~loopfuse.detector.ToolCall` objects the ticket keeps.
@@ -103,6 +122,8 @@ class RunCore:
         entry = HistoryEntry(key, names, observation and not costly, args, limit)
         if not observation:
             entry.edits = reader.edits(names, args)
+            if same_batch and rejected_edit(entry, self.last):
+                entry.eligible = True
         previous = self.history[-1] if self.history else None
         waiting = False
         if wait and self.settings.max_waits is not None:

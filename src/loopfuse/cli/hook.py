@@ -9,7 +9,8 @@ of its calls: see :func:`_joins` for how a hook tells its batch, and docs/agents
 a loop gets depends on the mode, as in the integrations:
 
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
-  note after it; when the same loop goes on, the call is refused with the reason;
+  note after it; when the session goes on looping, in any way, within the window of the
+  note, the call is refused with the reason;
 - ``refuse``: refused at once; ``note``: only ever noted;
 - with ``--end-session``, a loop that goes on after its refusal ends the session, where
   the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
@@ -533,7 +534,9 @@ def _on_loop(
     key = f"{found.kind}:{found.signature}"
     message = f"[loopfuse] {found.message}"
     action: Action
-    if settings.mode == "note" or (settings.mode == "warn" and key not in state.noted):
+    # warn: a session still looping, in any way (another kind or signature too), after a
+    # note within the window ignored it (issue 27), as the integrations' Guard decides.
+    if settings.mode == "note" or (settings.mode == "warn" and not state.noted):
         state.noted[key] = now
         return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
     message = f"[loopfuse] {_refusal_text(found, batches)}"

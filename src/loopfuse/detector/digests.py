@@ -129,10 +129,11 @@ def results_digest(
         raw, norm, text = _answer_forms(answer, reading.frameworks)
         if not failed and error is None:
             flag = True if flagged_error(answer if type(answer) is dict else text) else None
-            said = reading.failed(call.name, text, flag)
+            said: bool | None = flag if reading.flags else None
             if said is None and text is not None:
-                plain = reading.plain(call.name, text)
-                said = looks_like_error(plain, frameworks=reading.frameworks)
+                said, plain = reading.read(call.name, text, None)
+                if said is None:
+                    said = looks_like_error(plain, frameworks=reading.frameworks)
             failed = bool(said)
         empty = empty and text is not None and is_contentless(text)
         key = call.signature.encode("utf-8", "surrogatepass") + b"\x00"

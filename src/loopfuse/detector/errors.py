@@ -76,6 +76,15 @@ class ErrorReading(NamedTuple):
         """``text`` as the text heuristics read it: without its harness's own frame."""
         return text if self.harness is None else self.harness.unframed(name, text)
 
+    def read(self, name: str, text: str, flag: bool | None) -> tuple[bool | None, str]:
+        """:meth:`failed` and :meth:`plain` at once (what the detector asks of every
+        answer): what the stronger evidence says, and the text the heuristics read."""
+        if self.flags and flag is not None:
+            return flag, text
+        if self.harness is None:
+            return None, text
+        return self.harness.read(name, text)
+
 
 READ_EVERY_ERROR: Final = ErrorReading()
 """The default: every flag and every framework answer is read."""

@@ -45,6 +45,8 @@ class BatchReader:
     """
 
     __slots__ = (
+        "_declared_kind",
+        "_user_names",
         "classifier",
         "editor_aware",
         "error_reading",
@@ -88,6 +90,8 @@ class BatchReader:
         )
         extra_shells = _extra(shell_tools, DEFAULT_SHELL_TOOLS)
         self.user_shell = ShellClassifier(extra_shells, ()) if extra_shells else None
+        self._user_names = self.user is not None or self.user_shell is not None
+        self._declared_kind = None if self.harness is None else self.harness.kind
         self.error_reading: ErrorReading = ErrorReading(error_flags, framework_errors, self.harness)
         """Which evidence of an error beyond the text heuristics is read: the flags results
         carry (``error_flags``), the frameworks' answers (``framework_errors``), the
@@ -130,16 +134,20 @@ class BatchReader:
         observation = bool(names)
         costly = False
         wait = bool(names)
-        harness = self.harness
+        declared = self._declared_kind
         for name, arguments in zip(names, args, strict=False):
-            kind = None
-            if harness is not None and not self._user_named(name):
-                kind = harness.kind(name, arguments)
+            kind = None if declared is None else declared(name, arguments)
+            if kind is not None and self._user_names and self._user_named(name):
+                kind = None  # the user's own names decide for this tool
             if kind is not None:
-                wait = wait and kind is ToolKind.WAIT
-                declared_read, cost = self._declared(kind, name, arguments)
-                observation = observation and declared_read
-                costly = costly or cost
+                if kind is ToolKind.READ or kind is ToolKind.COSTLY:
+                    wait = False
+                    costly = costly or kind is ToolKind.COSTLY
+                elif kind is not ToolKind.WAIT:
+                    wait = False
+                    declared_read, cost = self._declared(kind, name, arguments)
+                    observation = observation and declared_read
+                    costly = costly or cost
                 continue
             wait = False
             read_only = self.shell.classify_call(name, arguments)

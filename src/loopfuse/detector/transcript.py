@@ -182,9 +182,8 @@ class BatchAnswers:
                 if flag is None and reading.flags and _flagged(content):
                     flag = True
                 name = names[k] if k < len(names) else ""
-                failed = reading.failed(name, text, flag)
+                failed, plain = reading.read(name, text, flag)
                 if failed is None:
-                    plain = reading.plain(name, text)
                     failed = looks_like_error(plain, frameworks=reading.frameworks)
                 error = error or failed
                 empty = empty and not (reading.flags and flag is True) and is_contentless(text)
@@ -297,7 +296,8 @@ def answers_of(
             return None
         content = message.get("content")
         parts = content if type(content) is list else [content]
-        return BatchAnswers(batch, [(parts, _flag(message))], reading)
+        flag = message.get("is_error")  # _flag(message), inline: the common case
+        return BatchAnswers(batch, [(parts, flag if type(flag) is bool else None)], reading)
     slots: list[tuple[list[Any], bool | None] | None] = [None] * n
     for k in range(start, stop):
         message = messages[k]

@@ -24,11 +24,12 @@ harness is adding one module here and its name to
 from __future__ import annotations
 
 import importlib
-from functools import cache
+from functools import cache, lru_cache
 from typing import Final
 
 from loopfuse.errors import ConfigError
 from loopfuse.harness.base import (
+    _NO_CONVENTION,
     HARNESSES,
     CallReader,
     Harness,
@@ -49,6 +50,8 @@ __all__ = [
     "structured_failure",
 ]
 
+_CACHED_TEXT: Final = 16_384  # answers up to this long keep their reading a while
+_NAMES_KEPT: Final = 4096  # tool names whose declarations are remembered
 HARNESS_SETTINGS: Final[tuple[str, ...]] = ("auto", "generic", *HARNESSES)
 """The values of the detector's ``harness`` setting."""
 
@@ -66,42 +69,94 @@ def harness_named(name: str) -> Harness:
     return found
 
 
+_BY_ARGUMENTS: Final = object()  # a tool whose kind depends on its arguments
+_UNKNOWN: Final = object()
+
+
 class _Every:
     """Every harness at once: each tool judged by the harnesses that declare it (when
-    they disagree on a call, by none: the generic vocabulary decides)."""
+    they disagree on a call, by none: the generic vocabulary decides). What each name
+    is declared as is worked out once per name (a scan asks on every batch)."""
 
-    __slots__ = ("_by_name", "harnesses")
+    __slots__ = ("_cached_read", "_conventions", "_declared", "_kinds", "harnesses")
 
     def __init__(self, harnesses: tuple[Harness, ...]) -> None:
         self.harnesses = harnesses
-        self._by_name: dict[str, tuple[Harness, ...]] = {}
+        self._cached_read = lru_cache(maxsize=512)(self._read)
+        self._declared: dict[str, tuple[tuple[Harness, Tool], ...]] = {}
+        self._kinds: dict[str, object] = {}
+        self._conventions: dict[str, tuple[Harness, ...]] = {}
 
-    def _declaring(self, name: str) -> tuple[Harness, ...]:
-        found = self._by_name.get(name)
+    def _declaring(self, name: str) -> tuple[tuple[Harness, Tool], ...]:
+        found = self._declared.get(name)
         if found is None:
-            found = tuple(h for h in self.harnesses if h.tool(name) is not None)
-            if len(self._by_name) < 4096:
-                self._by_name[name] = found
+            found = tuple((h, tool) for h in self.harnesses if (tool := h.tool(name)) is not None)
+            if len(self._declared) < _NAMES_KEPT:
+                self._declared[name] = found
+                self._conventions[name] = tuple(
+                    h for h, _ in found if h.answer_failed is not _NO_CONVENTION or h.frame
+                )
         return found
 
     def kind(self, name: str, arguments: object) -> ToolKind | None:
-        kinds = {h.kind(name, arguments) for h in self._declaring(name)}
+        found = self._kinds.get(name, _UNKNOWN)
+        if found is _UNKNOWN:
+            tools = self._declaring(name)
+            if any(tool.argument is not None for _, tool in tools):
+                found = _BY_ARGUMENTS
+            else:
+                kinds = {tool.kind for _, tool in tools}
+                found = kinds.pop() if len(kinds) == 1 else None
+            if len(self._kinds) < _NAMES_KEPT:
+                self._kinds[name] = found
+        if found is not _BY_ARGUMENTS:
+            return found  # type: ignore[return-value]  # a ToolKind or None
+        kinds = {tool.kind_for(arguments) for _, tool in self._declaring(name)}
         return kinds.pop() if len(kinds) == 1 else None
 
     def still_running(self, name: str, text: str) -> bool:
-        return any(h.still_running(name, text) for h in self._declaring(name))
+        return any(h.still_running(name, text) for h, _ in self._declaring(name))
+
+    def _with_conventions(self, name: str) -> tuple[Harness, ...]:
+        found = self._conventions.get(name)
+        if found is None:
+            self._declaring(name)
+            found = self._conventions.get(name, ())
+        return found
 
     def failed(self, name: str, text: str) -> bool | None:
-        for harness in self._declaring(name):
+        for harness in self._with_conventions(name):
             said = harness.failed(name, text)
             if said is not None:
                 return said
         return None
 
     def unframed(self, name: str, text: str) -> str:
-        for harness in self._declaring(name):
+        for harness in self._with_conventions(name):
             text = harness.unframed(name, text)
         return text
+
+    def read(self, name: str, text: str) -> tuple[bool | None, str]:
+        # A proxy reads the same answers again in every request of a conversation, and a
+        # scan reads the final batch's twice: a recent short answer's reading is kept.
+        if type(text) is str and len(text) <= _CACHED_TEXT:
+            return self._cached_read(name, text)
+        return self._read(name, text)
+
+    def _read(self, name: str, text: str) -> tuple[bool | None, str]:
+        conventions = self._conventions.get(name)
+        if conventions is None:
+            conventions = self._with_conventions(name)
+        if not conventions:
+            return None, text
+        if type(text) is not str:
+            return None, text
+        plain = text
+        for harness in conventions:
+            said, plain = harness.read_declared(plain)
+            if said is not None:
+                return said, text
+        return None, plain
 
 
 @cache

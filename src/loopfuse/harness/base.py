@@ -100,6 +100,10 @@ def _never(text: str) -> bool | None:
     return None
 
 
+_NO_CONVENTION: Final = _never
+"""The ``answer_failed`` of a harness that has no text convention."""
+
+
 @dataclass(frozen=True, slots=True)
 class Harness:
     """One harness's knowledge, as data.
@@ -109,7 +113,8 @@ class Harness:
     ``answer_failed`` reads its own text conventions for one answer (``True`` /
     ``False``: the convention says; ``None``: it does not, the other evidence decides);
     ``frame`` matches the lines it wraps every answer in (a status banner), which the
-    generic heuristics must not read as the tool's words; ``failure_fields`` names the
+    generic heuristics must not read as the tool's words (looked for only in an answer
+    holding one of ``frame_hints``); ``failure_fields`` names the
     structured fields of its results that say whether a call failed (what its readers
     carry to the detector as the tool message's ``is_error``).
 
@@ -127,6 +132,7 @@ class Harness:
     answer_failed: Callable[[str], bool | None] = _never
     failure_fields: tuple[str, ...] = ()
     frame: re.Pattern[str] | None = None
+    frame_hints: tuple[str, ...] = ()
     _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -169,7 +175,33 @@ class Harness:
         (what the generic heuristics read)."""
         if self.frame is None or type(text) is not str or self.tool(name) is None:
             return text
-        return self.frame.sub("", text)
+        return self._unframed(text)
+
+    def _unframed(self, text: str) -> str:
+        frame = self.frame
+        if frame is None:
+            return text
+        tail = text[-_FRAME_READ:]
+        if not any(hint in tail for hint in self.frame_hints):
+            return text  # a few substring searches in its end settle most answers
+        return frame.sub("", text)
+
+    def read(self, name: str, text: str) -> tuple[bool | None, str]:
+        """:meth:`failed` and :meth:`unframed` of one answer at once: what the
+        conventions say, and the text the generic heuristics read when they say
+        nothing."""
+        if type(text) is not str or self.tool(name) is None:
+            return None, text
+        return self.read_declared(text)
+
+    def read_declared(self, text: str) -> tuple[bool | None, str]:
+        """:meth:`read` of an answer of a tool this harness declares (a ``str``)."""
+        said = self.answer_failed(text)
+        if said is not None:
+            return said, text
+        if self.frame is None:
+            return None, text
+        return None, self._unframed(text)
 
 
 class CallReader(Protocol):
@@ -188,7 +220,11 @@ class CallReader(Protocol):
     def unframed(self, name: str, text: str) -> str:
         """The answer without the harness's own frame (what the text heuristics read)."""
 
+    def read(self, name: str, text: str) -> tuple[bool | None, str]:
+        """``failed`` and ``unframed`` at once."""
 
+
+_FRAME_READ: Final = 1024  # characters of an answer's end searched for its frame's lines
 _MARKER_READ: Final = 512  # characters of each end of an answer searched for a marker
 _NAMESPACE_SEPARATORS: Final = ("__", ".", ":", "/")
 

@@ -59,6 +59,8 @@ def exit_code(text: str) -> int | None:
     True
     """
     head = text[:_HEADER]
+    if "xit" not in head and '"exit_code"' not in head:
+        return None  # no exit line: most answers, settled by two substring searches
     output = _OUTPUT.search(head)  # the command's own words start there
     found = _EXIT.search(head, 0, output.start() if output is not None else len(head))
     if found is None and head.startswith("{"):

@@ -51,7 +51,10 @@ def _answer_failed(text: str) -> bool | None:
     """A non-zero ``Exit Code:`` line of a shell answer is a failure; anything else is
     left to the other evidence (the words of a command that exited 0 may still say it
     failed: a reproduction script printing the bug)."""
-    found = _EXIT.search(text[-_TAIL:])
+    tail = text[-_TAIL:]
+    if "Exit Code: " not in tail:
+        return None
+    found = _EXIT.search(tail)
     if found is None or found.group(1) == "(none)":
         return None
     return True if int(found.group(1)) != 0 else None
@@ -78,6 +81,9 @@ HARNESS: Final = Harness(
     ),
     answer_failed=_answer_failed,
     frame=_FRAME,
+    # Only the "Error: (none)" line reads as a failure to the generic heuristics: without
+    # it, the rest of the frame says nothing they would misread.
+    frame_hints=("Error: (none)",),
     failure_fields=("status", "functionResponse.response.error"),
 )
 """Gemini CLI's tools and conventions."""

@@ -41,8 +41,11 @@ _TAIL: Final = 512  # the exit line ends the answer
 
 
 def _answer_failed(text: str) -> bool | None:
+    tail = text[-_TAIL:]
+    if "exit code" not in tail:
+        return None
     found = None
-    for found in _EXIT.finditer(text[-_TAIL:]):  # noqa: B007 - the last one is the command's
+    for found in _EXIT.finditer(tail):  # noqa: B007 - the last one is the command's
         pass
     # Exit 0 is no word either way: a reproduction script that exits 0 still prints the
     # bug (on the OpenHands calibration runs, reading exit 0 as success lost 9 of the 15

@@ -32,7 +32,10 @@ _HEAD: Final = 256  # mini-swe-agent writes the return code first
 
 
 def _answer_failed(text: str) -> bool | None:
-    found = _RETURNCODE.search(text[:_HEAD])
+    head = text[:_HEAD]
+    if "<returncode>" not in head:
+        return None
+    found = _RETURNCODE.search(head)
     return True if found is not None and int(found.group(1)) != 0 else None
 
 

@@ -66,7 +66,7 @@ DEFAULT_MAX_STAGNATION_STEPS: Final = 5
 DEFAULT_MAX_WAITS: Final = 120
 """Waits in a row on something that still runs (docs/detector.md, "Waits"): at Codex's
 usual 30 s poll, an hour of waiting; the longest healthy wait seen in the CLI sessions
-was far shorter."""
+was 11 polls in a row (the issue's benchmark runs: up to 26 minutes)."""
 DEFAULT_WINDOW: Final = 48
 _MIN_WINDOW: Final = 8
 """The shortest ``window``: the signals need a few batches of history to see anything."""

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from harness_runs import openai_first_flag
-from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
+from loopfuse.detector import LoopDetected, LoopDetector, ToolCall, is_digest, results_digest
 from loopfuse.harness import ToolKind
 from loopfuse.harness.codex import HARNESS, exit_code
 
@@ -83,3 +83,17 @@ def test_exit_code_header() -> None:
     )
     assert exit_code("Output:\nProcess exited with code 2\n") is None  # in the output: not ours
     assert HARNESS.failed("exec_command", "Process exited with code 127\nOutput:\nno\n") is True
+
+
+def test_a_digest_made_with_the_detectors_reading_says_the_process_still_runs() -> None:
+    """What ``loopfuse hook`` hands its detector: digests, not texts."""
+    det = LoopDetector()
+    calls = [ToolCall("write_stdin", {"session_id": 7, "chars": ""})]
+    running = "Process running with session ID 7\nOutput:\n"
+    for _ in range(30):
+        record = det.check(calls)
+        det.record_results(
+            record, results_digest(calls, [running], reading=det.settings.error_reading)
+        )
+    assert not is_digest("0" * 32 + "/" + "0" * 32 + "/" + "0" * 16 + "/re")
+    assert is_digest(results_digest(calls, [running], reading=det.settings.error_reading))

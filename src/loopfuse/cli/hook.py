@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     import argparse
 
     from loopfuse.detector import LoopDetected
+    from loopfuse.detector.errors import ErrorReading
 
 __all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
 
@@ -469,7 +470,7 @@ def _before(
     from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
     detector = LoopDetector(detector_settings(settings.detector))
-    batches = _replay(detector, state, _digest_answers(state))
+    batches = _replay(detector, state, _digest_answers(state, detector.settings.error_reading))
     predicted = _predicted(batches, event.tool_name, arguments)
     action: Action = "allow"
     message = logged = ""
@@ -602,13 +603,18 @@ batch: Claude Code's end of batch may yet merge it with the next (see
 :func:`_close_batch`), whose digest must then cover both."""
 
 
-def _digest_answers(state: SessionState) -> dict[str, str]:
+def _digest_answers(state: SessionState, reading: ErrorReading | None = None) -> dict[str, str]:
     """Replace the answers an after-hook kept by their batch's results digest (the
     calls' tools and arguments are part of it), each answer event of the batch getting
     it; an answer whose call is gone is dropped. Run when a batch is opened: every
     batch before it is over. The newest of them keeps short answers as they came (see
-    :data:`KEEP_RAW_TEXT`): its digest is returned, by batch, instead of kept."""
+    :data:`KEEP_RAW_TEXT`): its digest is returned, by batch, instead of kept.
+    ``reading`` is the detector's (its harness's conventions: a wait's answer that says
+    the thing still runs, issue 27)."""
     from loopfuse.detector import ToolCall, results_digest
+    from loopfuse.detector.errors import READ_EVERY_ERROR
+
+    read = READ_EVERY_ERROR if reading is None else reading
 
     calls = {e[1]: e for e in state.events if e[0] == "call" and len(e) == 7}
     batches = _batches(state)
@@ -639,7 +645,7 @@ def _digest_answers(state: SessionState) -> dict[str, str]:
                 texts.append(kept.get("answer"))
                 errors.add(error)
             failed = True if True in errors else (False if errors == {False} else None)
-            digest = results_digest(tools, texts, error=failed)
+            digest = results_digest(tools, texts, error=failed, reading=read)
             short = all(len(json.dumps(text)) <= KEEP_RAW_TEXT for text in texts)
             if key == newest and short and digest is not None:
                 computed[key] = digest

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from loopfuse.detector.digests import digest_running
 from loopfuse.detector.records import (
     Answers,
     BatchRecord,
@@ -184,10 +185,13 @@ class RunCore:
         entry.answers = answers
         entry.text = text
         if entry.wait:
-            said = text
-            if said is None and answers is not None and not isinstance(answers, str):
-                said = answers.text()
-            entry.running = self.settings.reader.still_running(entry.names, said)
+            if isinstance(answers, str):  # a digest: it says so itself (made with a text)
+                entry.running = digest_running(answers) or self.settings.reader.still_running(
+                    entry.names, text
+                )
+            else:
+                said = text if text is not None or answers is None else answers.text()
+                entry.running = self.settings.reader.still_running(entry.names, said)
         entry.refused = False  # it ran after all: answer-based signals read it again
         if self._refused is not None and self._refused.record is record:
             self._refused = None  # it ran after all: its answers now speak for it

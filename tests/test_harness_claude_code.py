@@ -45,3 +45,14 @@ def test_a_structured_success_is_never_read_as_a_failure() -> None:
     # Without the flag the same words are read as failures (the generic heuristics).
     unflagged = [(n, a, t, None) for n, a, t, _ in steps]
     assert first_flag(anthropic_run, unflagged, LoopDetector()) is not None
+
+
+def test_the_hook_reads_its_answers_with_this_module() -> None:
+    from loopfuse.harness.claude_code import exit_code
+
+    assert HARNESS.call("Bash", {"command": "ls", "description": "list"}) == {"command": "ls"}
+    assert HARNESS.call("Read", {"file_path": "a", "description": "x"}) == {
+        "file_path": "a",
+        "description": "x",
+    }
+    assert exit_code("Exit code 127\nnode: not found") == 127

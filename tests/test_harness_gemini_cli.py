@@ -110,3 +110,11 @@ def test_a_whole_json_session_of_refused_calls_is_flagged_by_scan(
     assert code == 1
     [finding] = report["files"][0]["findings"]
     assert (finding["kind"], finding["first"]) == ("error_streak", 5)
+
+
+def test_the_hook_reads_its_answers_with_this_module() -> None:
+    """The shell's ``description`` is prose; the process group is new on every call."""
+    call = HARNESS.call("run_shell_command", {"command": "ls", "description": "list"})
+    assert call == {"command": "ls"}
+    answer = "Output: a\nExit Code: 0\nProcess Group PGID: 4242\n"
+    assert HARNESS.without_volatile(answer) == "Output: a\nExit Code: 0\n"

@@ -87,6 +87,9 @@ class Tool:
     kind: ToolKind
     argument: str | None = None
     when_empty: ToolKind | None = None
+    prose: tuple[str, ...] = ()
+    """Arguments that are the model's prose about the call, not the call (a shell's
+    ``description``): the same call with other prose is the same call."""
 
     def kind_for(self, arguments: object) -> ToolKind:
         """The kind of one call of this tool with ``arguments`` (a dict, or anything)."""
@@ -114,7 +117,9 @@ class Harness:
     ``False``: the convention says; ``None``: it does not, the other evidence decides);
     ``frame`` matches the lines it wraps every answer in (a status banner), which the
     generic heuristics must not read as the tool's words (looked for only in an answer
-    holding one of ``frame_hints``); ``failure_fields`` names the
+    holding one of ``frame_hints``); ``volatile`` matches the lines of an answer that
+    change on every call whatever the tool did (a process id); ``failure_fields`` names
+    the
     structured fields of its results that say whether a call failed (what its readers
     carry to the detector as the tool message's ``is_error``).
 
@@ -133,6 +138,7 @@ class Harness:
     failure_fields: tuple[str, ...] = ()
     frame: re.Pattern[str] | None = None
     frame_hints: tuple[str, ...] = ()
+    volatile: re.Pattern[str] | None = None
     _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -147,6 +153,24 @@ class Harness:
             if own != name:
                 found = self._by_name.get(own)
         return found
+
+    def call(self, name: str, arguments: object) -> object:
+        """``arguments`` without the prose the tool ``name`` carries beside the call.
+
+        >>> from loopfuse.harness import harness_named
+        >>> harness_named("claude_code").call("Bash", {"command": "ls", "description": "x"})
+        {'command': 'ls'}
+        """
+        tool = self.tool(name)
+        if tool is None or not tool.prose or type(arguments) is not dict:
+            return arguments
+        return {k: v for k, v in arguments.items() if k not in tool.prose}
+
+    def without_volatile(self, text: str) -> str:
+        """``text`` without the lines that change on every call (:attr:`volatile`)."""
+        if self.volatile is None or type(text) is not str:
+            return text
+        return self.volatile.sub("", text)
 
     def kind(self, name: str, arguments: object) -> ToolKind | None:
         """What the call ``name(arguments)`` is, or ``None`` for a tool not declared here."""

@@ -21,11 +21,26 @@ True
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from loopfuse.harness.base import Harness, Tool, ToolKind
 
-__all__ = ["HARNESS"]
+__all__ = ["HARNESS", "exit_code"]
+
+_EXIT: Final = re.compile(r"\AExit code (\d+)\b")
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status a failed ``Bash`` call's hook answer starts with
+    (``PostToolUseFailure``: ``Exit code 1``), or ``None``.
+
+    >>> exit_code("Exit code 2\\nmake: *** [all] Error 2"), exit_code("boom") is None
+    (2, True)
+    """
+    found = _EXIT.match(text)
+    return int(found.group(1)) if found else None
+
 
 _READ, _WAIT, _SHELL, _EDITOR, _COSTLY, _OTHER = (
     ToolKind.READ, ToolKind.WAIT, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.COSTLY,
@@ -36,7 +51,7 @@ HARNESS: Final = Harness(
     "claude_code",
     "Claude Code",
     tools=(
-        Tool("Bash", _SHELL),
+        Tool("Bash", _SHELL, prose=("description",)),
         Tool("BashOutput", _WAIT),
         Tool("TaskOutput", _WAIT),
         Tool("KillShell", _OTHER),

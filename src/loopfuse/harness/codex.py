@@ -79,8 +79,10 @@ HARNESS: Final = Harness(
     "codex",
     "Codex CLI",
     tools=(
-        Tool("exec_command", _SHELL),
-        Tool("shell", _SHELL),
+        Tool("exec_command", _SHELL, prose=("description",)),
+        # Its hooks name the shell call "Bash" (tool_input {command}).
+        Tool("Bash", _SHELL, prose=("description",)),
+        Tool("shell", _SHELL, prose=("description",)),
         Tool("shell_command", _SHELL),
         Tool("local_shell", _SHELL),
         Tool("write_stdin", _OTHER, argument="chars", when_empty=_WAIT),

@@ -31,7 +31,7 @@ from typing import Final
 
 from loopfuse.harness.base import Harness, Tool, ToolKind
 
-__all__ = ["HARNESS"]
+__all__ = ["HARNESS", "exit_code"]
 
 _READ, _SHELL, _EDITOR, _COSTLY, _OTHER = (
     ToolKind.READ, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.COSTLY, ToolKind.OTHER,
@@ -45,6 +45,21 @@ _FRAME: Final = re.compile(
     r"|Process Group PGID: [^\n]*)[ \t]*(?:\n|$)",
     re.M,
 )
+
+
+# Lines of a shell answer new on every call, whatever the command did.
+_VOLATILE: Final = re.compile(r"^(?:Process Group PGID|Background PIDs): .*$\n?", re.M)
+_ANY_EXIT: Final = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+
+
+def exit_code(text: str) -> int | None:
+    """The ``Exit Code: N`` a shell answer names, or ``None``.
+
+    >>> exit_code("Output: x\\nExit Code: 3\\n"), exit_code("x") is None
+    (3, True)
+    """
+    found = _ANY_EXIT.search(text)
+    return int(found.group(1)) if found else None
 
 
 def _answer_failed(text: str) -> bool | None:
@@ -64,7 +79,7 @@ HARNESS: Final = Harness(
     "gemini_cli",
     "Gemini CLI",
     tools=(
-        Tool("run_shell_command", _SHELL),
+        Tool("run_shell_command", _SHELL, prose=("description",)),
         Tool("read_file", _READ),
         Tool("read_many_files", _READ),
         Tool("list_directory", _READ),
@@ -81,6 +96,7 @@ HARNESS: Final = Harness(
     ),
     answer_failed=_answer_failed,
     frame=_FRAME,
+    volatile=_VOLATILE,
     # Only the "Error: (none)" line reads as a failure to the generic heuristics: without
     # it, the rest of the frame says nothing they would misread.
     frame_hints=("Error: (none)",),

@@ -9,7 +9,8 @@ of its calls: see :func:`_joins` for how a hook tells its batch, and docs/agents
 a loop gets depends on the mode, as in the integrations:
 
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
-  note after it; when the same loop goes on, the call is refused with the reason;
+  note after it; when the session goes on looping, in any way, within the window of the
+  note, the call is refused with the reason;
 - ``refuse``: refused at once; ``note``: only ever noted;
 - with ``--end-session``, a loop that goes on after its refusal ends the session, where
   the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     import argparse
 
     from loopfuse.detector import LoopDetected
+    from loopfuse.detector.errors import ErrorReading
 
 __all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
 
@@ -571,7 +573,7 @@ def _before(
     from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
     detector = LoopDetector(detector_settings(settings.detector))
-    batches = _replay(detector, state, _digest_answers(state))
+    batches = _replay(detector, state, _digest_answers(state, detector.settings.error_reading))
     predicted = _predicted(batches, event.tool_name, arguments)
     action: Action = "allow"
     message = logged = ""
@@ -636,7 +638,9 @@ def _on_loop(
     key = f"{found.kind}:{found.signature}"
     message = f"[loopfuse] {found.message}"
     action: Action
-    if settings.mode == "note" or (settings.mode == "warn" and key not in state.noted):
+    # warn: a session still looping, in any way (another kind or signature too), after a
+    # note within the window ignored it (issue 27), as the integrations' Guard decides.
+    if settings.mode == "note" or (settings.mode == "warn" and not state.noted):
         state.noted[key] = now
         return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
     refusal, count = _refusal_text(found, batches)
@@ -707,13 +711,18 @@ batch: Claude Code's end of batch may yet merge it with the next (see
 :func:`_close_batch`), whose digest must then cover both."""
 
 
-def _digest_answers(state: SessionState) -> dict[str, str]:
+def _digest_answers(state: SessionState, reading: ErrorReading | None = None) -> dict[str, str]:
     """Replace the answers an after-hook kept by their batch's results digest (the
     calls' tools and arguments are part of it), each answer event of the batch getting
     it; an answer whose call is gone is dropped. Run when a batch is opened: every
     batch before it is over. The newest of them keeps short answers as they came (see
-    :data:`KEEP_RAW_TEXT`): its digest is returned, by batch, instead of kept."""
+    :data:`KEEP_RAW_TEXT`): its digest is returned, by batch, instead of kept.
+    ``reading`` is the detector's (its harness's conventions: a wait's answer that says
+    the thing still runs, issue 27)."""
     from loopfuse.detector import ToolCall, results_digest
+    from loopfuse.detector.errors import READ_EVERY_ERROR
+
+    read = READ_EVERY_ERROR if reading is None else reading
 
     calls = {e[1]: e for e in state.events if e[0] == "call" and len(e) == 7}
     batches = _batches(state)
@@ -744,7 +753,7 @@ def _digest_answers(state: SessionState) -> dict[str, str]:
                 texts.append(kept.get("answer"))
                 errors.add(error)
             failed = True if True in errors else (False if errors == {False} else None)
-            digest = results_digest(tools, texts, error=failed)
+            digest = results_digest(tools, texts, error=failed, reading=read)
             short = all(len(json.dumps(text)) <= KEEP_RAW_TEXT for text in texts)
             if key == newest and short and digest is not None:
                 computed[key] = digest

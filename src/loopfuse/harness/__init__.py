@@ -50,8 +50,11 @@ __all__ = [
     "structured_failure",
 ]
 
-_CACHED_TEXT: Final = 16_384  # answers up to this long keep their reading a while
+_CACHED_TEXT: Final = 2_048  # answers up to this long keep their reading a while (as answers.py)
 _NAMES_KEPT: Final = 4096  # tool names whose declarations are remembered
+# ... each at most this long: a client writes the names, and a name no harness could have
+# declared (hundreds of KB) must not be kept, 4,096 times (SECURITY.md's memory bound).
+_NAME_KEPT_CHARS: Final = 256
 HARNESS_SETTINGS: Final[tuple[str, ...]] = ("auto", "generic", *HARNESSES)
 """The values of the detector's ``harness`` setting."""
 
@@ -91,7 +94,7 @@ class _Every:
         found = self._declared.get(name)
         if found is None:
             found = tuple((h, tool) for h in self.harnesses if (tool := h.tool(name)) is not None)
-            if len(self._declared) < _NAMES_KEPT:
+            if len(self._declared) < _NAMES_KEPT and len(name) <= _NAME_KEPT_CHARS:
                 self._declared[name] = found
                 self._conventions[name] = tuple(
                     h for h, _ in found if h.answer_failed is not _NO_CONVENTION or h.frame
@@ -107,7 +110,7 @@ class _Every:
             else:
                 kinds = {tool.kind for _, tool in tools}
                 found = kinds.pop() if len(kinds) == 1 else None
-            if len(self._kinds) < _NAMES_KEPT:
+            if len(self._kinds) < _NAMES_KEPT and len(name) <= _NAME_KEPT_CHARS:
                 self._kinds[name] = found
         if found is not _BY_ARGUMENTS:
             return found  # type: ignore[return-value]  # a ToolKind or None
@@ -120,8 +123,12 @@ class _Every:
     def _with_conventions(self, name: str) -> tuple[Harness, ...]:
         found = self._conventions.get(name)
         if found is None:
-            self._declaring(name)
-            found = self._conventions.get(name, ())
+            declared = self._declaring(name)
+            found = self._conventions.get(name)
+            if found is None:  # a name too long to be kept: worked out each time
+                found = tuple(
+                    h for h, _ in declared if h.answer_failed is not _NO_CONVENTION or h.frame
+                )
         return found
 
     def failed(self, name: str, text: str) -> bool | None:
@@ -139,7 +146,7 @@ class _Every:
     def read(self, name: str, text: str) -> tuple[bool | None, str]:
         # A proxy reads the same answers again in every request of a conversation, and a
         # scan reads the final batch's twice: a recent short answer's reading is kept.
-        if type(text) is str and len(text) <= _CACHED_TEXT:
+        if type(text) is str and len(text) <= _CACHED_TEXT and len(name) <= _NAME_KEPT_CHARS:
             return self._cached_read(name, text)
         return self._read(name, text)
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BATCH_EVENTS, BEFORE_EVENTS, TURN_EVENTS
+from loopfuse.cli.hook_check import check_hook_command
 from loopfuse.errors import ConfigError
 
 __all__ = ["InitError", "hook_command", "install", "main", "settings_path", "uninstall"]
@@ -263,6 +264,8 @@ def main(
                 load_settings(args.config)
             flags += ["--config", str(Path(args.config).absolute())]
         command = hook_command(args.agent, flags, executable)
+        if not args.remove:  # what the hook will read, checked as it reads it (#29 §2)
+            check_hook_command(flags, environment)
         if args.remove:
             changed = uninstall(settings, args.agent, path)
         else:

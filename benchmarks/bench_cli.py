@@ -78,8 +78,9 @@ def cold_caches() -> None:
     """Forget the answers the detector keeps between requests (normal forms, error
     verdicts): a round must not reuse what an earlier round of the same file left there,
     which only a short file fits entirely and would make it look cheaper per turn."""
-    answers._normalized.cache_clear()
-    answers._window_is_error.cache_clear()
+    answers._NORMAL_FORMS.clear()
+    answers._ERROR_WINDOWS.clear()
+    answers._FRAMEWORK_ERRORS.clear()
 
 
 def scan_seconds(path: Path, rounds: int) -> tuple[float, int]:

@@ -1,6 +1,9 @@
 """Probes of tests/test_reliability_stack.py: bodies nested near and far past the limits,
 and a child-process runner that feeds them to one entry point inside small-stack threads.
 
+Also the tool calls written as text (``written_probes``: every construct Python's parser
+recurses on, as the arguments of a smolagents call; ``ENTRY`` is then ``written:NAME``).
+
 Run as a script (``python stack_probe.py ENTRY MODE STACK_KIB``), it prints one JSON line
 per probe, ``{"probe": name, "result": ...}``, and a first line ``{"started": name}``
 before each probe, so that a probe that kills the process is named by the last line.
@@ -15,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from loopfuse import RequestKey, intent, scan
+from loopfuse import Guard, LoopBreaker, RequestContext, RequestKey, intent, scan
 from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_source
 from loopfuse.cli.readers import InputError, read_bytes
@@ -90,6 +93,70 @@ def probes() -> dict[str, Probe]:
     return out
 
 
+# --- tool calls written as text (issue 30, finding 1) ---------------------------------
+# smolagents writes its calls as the str() of a Python list; every construct Python's
+# parser recurses on, nested past what a 128 KiB thread held when that text went to
+# ast.literal_eval (~70 levels), as the arguments of a call.
+CONSTRUCTS: dict[str, Callable[[int], str]] = {
+    "lists": lambda n: "[" * n + "1" + "]" * n,
+    "parentheses": lambda n: "(" * n + "1" + ")" * n,
+    "tuples": lambda n: "(" * n + "1" + ",)" * n,
+    "dicts": lambda n: "{'k': " * n + "1" + "}" * n,
+    "sets": lambda n: "{" * n + "1" + "}" * n,
+    "mixed": lambda n: "[(" * (n // 2) + "'s'" + ",)]" * (n // 2),
+    "unary-minus": lambda n: "-" * n + "1",
+    "not": lambda n: "not " * n + "1",
+    "attributes": lambda n: "a" + ".b" * n,
+    "lambda": lambda n: "lambda: " * n + "1",
+    "conditional": lambda n: "1 if 1 else " * n + "1",
+    "power": lambda n: "2**" * n + "2",
+    "calls": lambda n: "f(" * n + ")" * n,
+    "subscripts": lambda n: "a" + "[0]" * n,
+}
+WRITTEN_DEPTHS = {"70": 70, "under": MAX_DEPTH - 8, "far-past": 10_000}
+WRITTEN = "written:"  # the prefix of an entry run on these probes (``written:scan``)
+WRITTEN_ENTRIES = ("fingerprint", "check_request", "from_request", "scan", "guard_check")
+
+
+def written_body(arguments: str) -> bytes:
+    """A smolagents run (calls written as text) calling one tool five times with the same
+    answer, then a sixth time (``scan``: a repeat), ``arguments`` written as its arguments."""
+    call = (
+        "Calling tools:\n[{'id': 'call_1', 'type': 'function', 'function': "
+        f"{{'name': 'lookup', 'arguments': {arguments}}}}}]"
+    )
+    messages: list[dict[str, str]] = [{"role": "user", "content": "New task:\nLook it up."}]
+    for _ in range(5):
+        messages.append({"role": "assistant", "content": call})
+        messages.append({"role": "user", "content": "Observation:\nsame"})
+    messages.append({"role": "assistant", "content": call})
+    return json.dumps({"model": "m", "messages": messages}).encode()
+
+
+def written_probes() -> dict[str, bytes]:
+    return {
+        f"{name}-{where}": written_body(make(depth))
+        for name, make in CONSTRUCTS.items()
+        for where, depth in WRITTEN_DEPTHS.items()
+    }
+
+
+def _guard_check(data: bytes) -> object:
+    decision = Guard().check(data, RequestContext(path=PATH))
+    return [decision.action, decision.kind]
+
+
+WRITTEN_ENTRY: dict[str, Callable[[bytes], object]] = {
+    "fingerprint": lambda data: intent.fingerprint(data, PATH),
+    "check_request": lambda data: (
+        LoopBreaker(clock=lambda: 0.0).check_request("s", data, PATH).fingerprint
+    ),
+    "from_request": lambda data: RequestKey.from_request(data, PATH).value,
+    "scan": lambda data: [scan(data).ok, scan(data).kind],
+    "guard_check": _guard_check,
+}
+
+
 def set_mode(mode: str) -> None:
     """``c-orjson``: the C accelerator and orjson; ``py-json``: neither; and so on."""
     extension, backend = mode.split("-")
@@ -148,8 +215,11 @@ def in_thread(fn: Callable[[], object], stack_kib: int) -> object:
 
 def main(entry: str, mode: str, stack_kib: int) -> None:
     set_mode(mode)
-    call = ENTRY[entry]
-    for name, (_, _, data) in probes().items():
+    if entry.startswith(WRITTEN):
+        call, bodies = WRITTEN_ENTRY[entry.removeprefix(WRITTEN)], written_probes()
+    else:
+        call, bodies = ENTRY[entry], {name: probe.body for name, probe in probes().items()}
+    for name, data in bodies.items():
         print(json.dumps({"started": name}), flush=True)
         result = in_thread(functools.partial(call, data), stack_kib)
         print(json.dumps({"probe": name, "result": result}), flush=True)

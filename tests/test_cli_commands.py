@@ -175,13 +175,19 @@ def _imports(path: Path, module: str, known: set[str]) -> set[str]:
     return found
 
 
-def _circles() -> list[list[str]]:
+def _graph() -> dict[str, set[str]]:
+    """Each module of the package and the modules of the package it imports."""
     files = {_module_of(path): path for path in (SRC / "loopfuse").rglob("*.py")}
     # A compiled module (its .pyi beside it, built or not) is imported by name too.
     stubs = {_module_of(path) for path in (SRC / "loopfuse").rglob("*.pyi")}
     known = set(files) | stubs
     graph = {module: _imports(path, module, known) for module, path in files.items()}
     graph.update({stub: set() for stub in stubs - set(files)})
+    return graph
+
+
+def _circles() -> list[list[str]]:
+    graph = _graph()
     circles: list[list[str]] = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
@@ -202,3 +208,15 @@ def _circles() -> list[list[str]]:
 
 def test_no_module_of_loopfuse_imports_one_that_imports_it_back() -> None:
     assert _circles() == []
+
+
+def test_the_library_never_imports_the_command_line() -> None:
+    """The command line sits on top of the library: a settings file's ``[scan]`` and
+    ``[hook]`` tables are declared below the loader (``loopfuse._sections``), so that
+    ``load_settings`` checks them without importing ``loopfuse.cli``."""
+    upward = {
+        module: sorted(target for target in targets if target.startswith("loopfuse.cli"))
+        for module, targets in _graph().items()
+        if not module.startswith("loopfuse.cli") and module != "loopfuse.__main__"
+    }
+    assert {module: found for module, found in upward.items() if found} == {}

@@ -14,11 +14,13 @@ every shape, and the exact, untimed checks of what made the cost quadratic:
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import pytest
 from hypothesis import strategies as st
@@ -26,6 +28,12 @@ from hypothesis import strategies as st
 from adversarial_bodies import SHAPES, Shape
 from conftest import run_property
 from loopfuse import Guard, LoopBreaker, LoopDetector, RequestContext, RequestKey, intent, scan
+from loopfuse.cli.config import Settings
+from loopfuse.cli.decisions import scan_source
+from loopfuse.cli.readers import read_bytes
+from loopfuse.guard import memory as guard_memory
+from loopfuse.guard import request as guard_request
+from loopfuse.guard.guard import MODES
 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2 is not installed")
 
@@ -127,3 +135,119 @@ def test_every_entry_point_costs_a_multiple_of_json_loads_at_any_size() -> None:
         st.sampled_from([SHAPES[name] for name in sorted(SHAPES)]),
         st.integers(min_value=20_000, max_value=600_000),
     )
+
+
+# --- tool calls written as text (issue 30, finding 2) ---------------------------------
+# smolagents' calls written as the str() of a Python list went through Python's parser,
+# which reads f-strings in quadratic time (3.11) and every text in full before refusing
+# it: Guard.check took 0.27 s on 56 KB, 3.2 s on 224 KB, 14.7 s on 448 KB. The reader
+# of our own is linear for every shape of text; the check is by scaling (four times the
+# text may cost at most eight times as long: a quadratic reader costs sixteen).
+
+
+def _written(opening: str, unit: str, closing: str) -> Shape:
+    """One assistant turn writing ``Calling tools:`` then ``opening``, ``unit`` as many
+    times as the size holds, and ``closing``."""
+
+    def body(size: int, salt: str) -> bytes:
+        units = unit * max(1, size // len(unit))
+        text = f"Calling tools:\n{opening}{units}{closing}"  # the salt: in the task
+        messages = [
+            {"role": "user", "content": f"New task:\n{salt}"},
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": "Observation:\nsame"},
+        ]
+        return json.dumps({"model": "m", "messages": messages}).encode()
+
+    return body
+
+
+def _written_laps(size: int, salt: str) -> bytes:
+    call = (
+        "Calling tools:\n[{'id': 'call_1', 'type': 'function', 'function': "
+        "{'name': 'lookup', 'arguments': {'word': '<salt>', 'n': [1, 2.5, (3,)]}}}]"
+    ).replace("<salt>", salt)
+    messages = [{"role": "user", "content": "New task:\nLook it up."}]
+    for _ in range(max(1, size // (len(call) + 60))):
+        messages.append({"role": "assistant", "content": call})
+        messages.append({"role": "user", "content": "Observation:\nsame"})
+    return json.dumps({"model": "m", "messages": messages}).encode()
+
+
+WRITTEN_SHAPES: dict[str, Shape] = {
+    "f-string": _written("[f'", "{1}", "']"),  # quadratic in Python 3.11's parser
+    "dense ints": _written("[", "1,", "0]"),
+    "dense floats": _written("[", "1.5,", "0]"),
+    "nested lists": _written("[", "[1, ()],", "0]"),
+    "dicts": _written("[", "{'id': 'c', 'function': {'name': 'f', 'arguments': {'a': -1}}},", "]"),
+    "escapes": _written("['", "\\n\\x41", "']"),
+    "unterminated": _written("['", "\\\\", ""),
+    "deep then junk": _written("[" * 200, "(-not lambda: a.b if 1 else 2**", ""),
+    "laps of calls": _written_laps,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(WRITTEN_SHAPES))
+def test_every_entry_point_reads_written_calls(shape: str) -> None:
+    run_everywhere(WRITTEN_SHAPES[shape], 20_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", sorted(WRITTEN_SHAPES))
+def test_every_entry_point_reads_written_calls_in_linear_time(shape: str) -> None:
+    make = WRITTEN_SHAPES[shape]
+    for name, (entry, _) in ENTRY_POINTS.items():
+        small, large = (make(size, f"{name}{size}") for size in (100_000, 400_000))
+        gc.collect()
+        costs = [best_of(partial(entry, body), 2) for body in (small, large)]
+        assert costs[1] <= 8 * costs[0] + 0.05, (name, costs)
+
+
+# --- scan in every mode (issue 30, finding 14) -----------------------------------------
+# In warn mode each refused request of a looping transcript read the call ids of the
+# whole body again (to tell its conversation from another's): 4,000 turns (2.9 MB) took
+# 24.3 s, 0.8 s with --mode refuse. A body's ids are now read once, for all its cuts.
+
+
+def looping_transcript(turns: int) -> bytes:
+    """An agent that lists the same folder ``turns`` times (fresh call ids each time)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the bug"}]
+    for n in range(turns):
+        call = {"id": f"call_{n}", "type": "function", "function": {"name": "bash"}}
+        call["function"]["arguments"] = json.dumps({"command": "ls /repo"})
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": "a.py b.py"})
+    return json.dumps({"model": "m", "messages": messages}).encode()
+
+
+def scan_in_mode(data: bytes, mode: str) -> object:
+    settings = Settings()
+    settings = dataclasses.replace(settings, guard=dataclasses.replace(settings.guard, mode=mode))
+    return scan_source(read_bytes("loop.json", data), settings)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scan_reads_a_bodys_call_ids_once_in_every_mode(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Untimed: how often the ids are read, whatever the number of refused cuts."""
+    reads = [0]
+    for module in (guard_request, guard_memory):
+        read = getattr(module, "call_ids", None)
+        if read is not None:
+
+            def counted(value: object, read: Callable[[object], object] = read) -> object:
+                reads[0] += 1
+                return read(value)
+
+            monkeypatch.setattr(module, "call_ids", counted)
+    scan_in_mode(looping_transcript(200), mode)
+    assert reads[0] <= 2, reads[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_scan_is_linear_in_the_turns_in_every_mode(mode: str) -> None:
+    small, large = looping_transcript(500), looping_transcript(2_000)
+    costs = [best_of(partial(scan_in_mode, data, mode), 2) for data in (small, large)]
+    assert costs[1] <= 8 * costs[0] + 0.1, costs  # before, in warn mode: 0.49 s, 6.4 s

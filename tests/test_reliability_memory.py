@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import threading
 import tracemalloc
@@ -23,8 +24,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import fast_and_full
-from loopfuse import DedupCache, LoopBreaker, RequestKey, intent
+from loopfuse import (
+    DedupCache,
+    Guard,
+    LoopBreaker,
+    RequestContext,
+    RequestKey,
+    intent,
+)
 from loopfuse.dedup import fnv
+from loopfuse.detector import answers, editors, tools
+from loopfuse.detector.answers import looks_like_error, normalize_answer
+from loopfuse.detector.editors import editor_call, mentions_file
+from loopfuse.detector.shell import ShellClassifier
+from loopfuse.detector.tools import ToolClassifier, name_words
+from loopfuse.detector.vocabulary import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 
 MiB = 1024 * 1024
 GUARD = 30.0
@@ -374,3 +388,81 @@ def test_collision_protection_does_not_depend_on_the_fnv_backend(backend: str) -
         assert_never_cross_served(first, second)
     finally:
         fnv.set_backend(previous)
+
+
+# --- the detector's caches: no client text kept whole (issue 30, finding 3) ------------
+# Whole tool answers and tool names used to be cache keys: 600 requests with 1 MB answers
+# held 492 MiB, 1,000 with 250 KB tool names 717 MiB. Keys are now the text when short
+# and a digest otherwise (loopfuse.detector._textcache); SECURITY.md states the bound.
+
+DETECTOR_CACHES_BYTES = 40 * MiB  # documented: every detector cache full of the worst texts
+FLOOD_BYTES = 4 * MiB  # what a flood of huge answers or names may leave behind at most
+ASTRAL = "\U0001f600"  # 4 bytes a character: the widest str there is
+
+
+def _one_call(name: str, answer: str, n: int) -> bytes:
+    call = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": f"go {n}"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"c{n}", "content": answer},
+    ]
+    return json.dumps({"model": "m", "messages": messages}).encode()
+
+
+def _guard_all(bodies: Callable[[int], bytes], requests: int) -> Callable[[], None]:
+    guard = Guard()
+    guard.check(bodies(-1), RequestContext(path="/v1/chat/completions"))  # warm up
+
+    def run() -> None:
+        for n in range(requests):
+            guard.check(bodies(n), RequestContext(path="/v1/chat/completions"))
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("what", "bodies", "requests"),
+    [
+        ("1 MB answers", lambda n: _one_call("bash", f"{n} " + "x" * 1_000_000, n), 24),
+        ("250 KB tool names", lambda n: _one_call(f"t{n}_" + "a" * 250_000, "ok", n), 24),
+        # 10,000 words each: kept whole, 1.2 MB a name (15 MB at 250 KB)
+        ("20 KB camelCase names", lambda n: _one_call(f"t{n}" + "aB" * 10_000, "ok", n), 12),
+    ],
+)
+def test_a_flood_of_huge_answers_or_tool_names_is_not_kept(
+    what: str, bodies: Callable[[int], bytes], requests: int
+) -> None:
+    held = retained_bytes(_guard_all(bodies, requests))  # before: 24, 18 and 14 MB
+    assert held < FLOOD_BYTES, (what, held)
+
+
+def test_every_detector_cache_full_of_the_worst_texts_stays_within_the_bound() -> None:
+    """Each cache filled past its size with the longest texts it keeps as keys (and the
+    longest values), in the widest characters: the documented bound holds."""
+    for cache in (answers._ERROR_WINDOWS, answers._FRAMEWORK_ERRORS, answers._NORMAL_FORMS):
+        cache.clear()
+    editors._TOOL_KINDS.clear()
+    editors._MENTIONS.clear()
+    tools._cached_name_words.cache_clear()
+
+    def fill() -> object:
+        classifier = ToolClassifier(DEFAULT_OBSERVATION_TOOLS, DEFAULT_COSTLY_TOOLS)
+        shell = ShellClassifier()
+        for n in range(520):  # answer caches: 512 and 256 entries
+            for length in (2_000, 16_000):
+                answer = f"{n} {length}" + ASTRAL * length
+                looks_like_error(answer)
+                normalize_answer(answer)
+        for n in range(4_200):  # name caches: 4,096 entries
+            name = f"{n}_" + ASTRAL * 250
+            name_words(name)
+            editor_call(name, {})
+            classifier.is_observation(name)
+            classifier.is_observation(name + "_" + ASTRAL * 250)  # past 256: its digest
+            shell.is_read_only(f"cat {n} " + "é" * 240)
+            mentions_file(f"{n}" + ASTRAL * 250, f"/{n}/" + ASTRAL * 250)
+        return classifier, shell
+
+    held = retained_bytes(fill)
+    assert held < DETECTOR_CACHES_BYTES, held

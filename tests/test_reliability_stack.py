@@ -114,6 +114,36 @@ def test_every_entry_point_in_a_128_kib_thread(entry: str, path: str) -> None:
             documented(entry, probe, result)
 
 
+@pytest.mark.parametrize("path", MODES)
+@pytest.mark.parametrize("entry", stack_probe.WRITTEN_ENTRIES)
+def test_calls_written_as_text_in_a_128_kib_thread(entry: str, path: str) -> None:
+    """Issue 30, finding 1: smolagents' calls written as text went to ``ast.literal_eval``,
+    whose parser needs ~1.8 KB of C stack per level of any construct it recurses on: ~70
+    brackets (or parentheses, signs, ``not``, ``lambda``, ...) killed a 128 KiB thread.
+    Now every construct, at any depth, is read in constant stack; what the child gets is
+    what the main thread gets, and a literal nested within ``MAX_DEPTH`` is still a call."""
+    done = run_child("stack_probe.py", stack_probe.WRITTEN + entry, path, str(STACK_KIB))
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    started = [line["started"] for line in lines if "started" in line]
+    assert done.returncode == 0, (
+        f"the child died ({done.returncode}) in probe {started[-1] if started else None!r}: "
+        f"{done.stderr[-2000:]}"
+    )
+    results = {line["probe"]: line["result"] for line in lines if "probe" in line}
+    bodies = stack_probe.written_probes()
+    assert list(results) == list(bodies)
+    call = stack_probe.WRITTEN_ENTRY[entry]
+    with mode(path):
+        for name, data in bodies.items():
+            status, result = results[name]
+            assert status == "ok", (name, result)
+            assert result == json.loads(json.dumps(call(data))), name
+    if entry == "scan":  # the same call four times: a loop, when it is read as a call
+        for literal in ("lists", "tuples", "dicts", "mixed"):
+            assert results[f"{literal}-under"] == ["ok", [False, "repeat"]], literal
+            assert results[f"{literal}-70"] == ["ok", [False, "repeat"]], literal
+
+
 def test_the_probes_are_what_they_say() -> None:
     """The bodies are JSON, nested as named: counted by a walk of the parsed value up to
     the depth ``json.loads`` reaches on a big stack, by their brackets past it."""

@@ -286,3 +286,17 @@ def test_the_hook_says_a_bad_file_in_its_log_and_allows_the_call(tmp_path: Path)
     log = (state / "hook.log").read_text()
     assert log.count("unknown key 'max_strike' (did you mean max_strikes?)") == 2
     assert os.stat(state).st_mode & 0o077 == 0
+
+
+def test_the_scan_table_is_declared_once_below_the_loader() -> None:
+    """``[scan]``'s keys are ScanOptions' fields: the scan's settings take them from
+    there (not a copy), and none of them is a guard's key, which would be read twice."""
+    from loopfuse._sections import ScanOptions
+    from loopfuse.fields import keys_of
+    from loopfuse.settings import Settings, key_table, scan_keys
+
+    assert issubclass(ScanSettings, ScanOptions)
+    assert scan_keys() == keys_of(ScanOptions)
+    library = key_table(Settings)
+    assert not set(scan_keys()) & set(library)
+    assert set(key_table(ScanSettings)) == set(library) | set(scan_keys())

@@ -15,7 +15,7 @@ bounds a file is parsed in time and memory linear in its size.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from loopfuse.errors import ConfigError
 
@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 
     FileName = str | PathLike[str]  # a str or a pathlib.Path
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "check_shape", "load_toml", "read_text"]
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MODES", "check_shape", "load_toml", "read_text"]
+
+MODES: Final[tuple[Literal["refuse", "warn", "note"], ...]] = ("refuse", "warn", "note")
+"""The modes a file's ``mode`` (and its ``[hook]`` table's) may name: the guard's
+(:data:`loopfuse.guard.guard.MODES`), written here so that ``loopfuse hook`` reads them
+without importing the guard (a test keeps them the same)."""
 
 MAX_FILE_BYTES: Final = 256 * 1024
 """The largest settings file read, in bytes: a ``pyproject.toml`` of many tools' tables

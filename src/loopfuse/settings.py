@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Self
 
+from loopfuse._sections import ScanOptions, hook_options
 from loopfuse._settings_file import load_toml
 from loopfuse.breaker import BreakerSettings, LoopBreaker
 from loopfuse.dedup import CacheSettings, DedupCache
@@ -85,8 +86,10 @@ GUARDS: Final = ("breaker", "detector", "dedup")
 SECTIONS: Final = ("scan", "hook")
 """The tables of a settings file that one entry point reads alone: ``[scan]``, ``loopfuse
 scan``'s own options (:func:`scan_keys`: the output, the replay's clock, the price), and
-``[hook]``, ``loopfuse hook``'s (:class:`loopfuse.cli.hook_config.HookOptions`). Every
-entry point checks both, with the same errors; the guards' keys are at the top level."""
+``[hook]``, ``loopfuse hook``'s (:class:`loopfuse._sections.HookOptions`). Both are
+declared in :mod:`loopfuse._sections`, below this loader, and the command line builds on
+those declarations. Every entry point checks both, with the same errors; the guards' keys
+are at the top level."""
 
 DEFAULT_GUARDS: Final = ("breaker", "detector")
 """The guards a file that names none runs in production: no cache unless asked for."""
@@ -159,8 +162,6 @@ class Settings:
                 if not isinstance(raw, dict):
                     raise ConfigError(f"{source}: {name} must be a table ([{name}]), got {raw!r}")
                 if name == "hook":
-                    from loopfuse.cli.hook_config import hook_options
-
                     hook_options(raw, source)  # checked; read by loopfuse hook alone
                     continue
                 inside = [(f"scan.{k}", str(k).replace("-", "_"), v) for k, v in raw.items()]
@@ -259,19 +260,9 @@ def load_settings(path: str | os.PathLike[str]) -> Settings:
 def scan_keys() -> dict[str, Setting]:
     """``loopfuse scan``'s own options, by key (``format``, ``price_per_mtok`` ...): the
     keys of a file's ``[scan]`` table (also read at the top level, as before the table
-    was made). Read from :class:`loopfuse.cli.config.Settings` on first use, so that
-    every entry point checks them as the scan reads them."""
-    if not _SCAN_KEYS:
-        from loopfuse.cli.config import Settings as ScanSettings
-
-        library = key_table(Settings)
-        for key, (_, declared) in key_table(ScanSettings).items():
-            if key not in library:
-                _SCAN_KEYS[key] = declared
-    return _SCAN_KEYS
-
-
-_SCAN_KEYS: Final[dict[str, Setting]] = {}
+    was made), as :class:`loopfuse._sections.ScanOptions` declares them for the scan
+    too, so that every entry point checks them as the scan reads them."""
+    return keys_of(ScanOptions)
 
 
 def key_table(cls: type) -> dict[str, tuple[str | None, Setting]]:

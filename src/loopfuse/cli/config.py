@@ -8,7 +8,8 @@ works); the scan's own options may also be in a ``[scan]`` table (see
 defaults. The guards' options are
 their settings' fields, read as :func:`loopfuse.load_settings` reads the same file for
 production (:class:`Settings` is a :class:`loopfuse.Settings` with the scan's own options
-besides); the scan's own are declared the same way, below.
+besides); the scan's own are declared the same way, once, as the ``[scan]`` table's
+fields (:class:`loopfuse._sections.ScanOptions`), where the loader reads them too.
 
 >>> settings = Settings()
 >>> settings.breaker.max_repeats, settings.detector.max_strikes, settings.turn_seconds
@@ -26,9 +27,9 @@ from typing import Final
 
 from loopfuse import Guard, LoopDetector
 from loopfuse import Settings as GuardFile
+from loopfuse._sections import ScanOptions
 from loopfuse.cli.options import Option
-from loopfuse.cli.tokens import Price
-from loopfuse.fields import Choice, Flag, Kind, Names, Seconds, SettingError, Text, setting
+from loopfuse.fields import Names, setting
 from loopfuse.settings import GUARDS, key_table
 
 __all__ = [
@@ -44,52 +45,23 @@ __all__ = [
 ]
 
 
-class PriceKind(Kind):
-    """Dollars per million tokens (see :meth:`~loopfuse.cli.tokens.Price.parse`), or
-    ``none``: an output option of ``loopfuse scan``."""
-
-    off = None
-    metavar = "PRICE"
-
-    def check(self, value: object, name: str) -> object:
-        if value is not None and not isinstance(value, Price):
-            raise SettingError("{0} must be a Price or None, got {got!r}", name, got=value)
-        return value
-
-    def parse(self, raw: object) -> object:
-        if self._is_off(raw):
-            return None
-        return Price.parse(raw)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Settings(GuardFile):
+class Settings(ScanOptions, GuardFile):
     """Everything a scan can be told: a :class:`loopfuse.Settings` (which guards run, each
-    one's settings) and the scan's own options. Its defaults are the library's, but for
+    one's settings) and the scan's own options (:class:`loopfuse._sections.ScanOptions`,
+    after the guards' in every list). Its defaults are the library's, but for
     ``guards``: a scan runs the cache too (what it would have saved is part of the
     report; it serves nothing).
 
     A tool list given as an option is *added* to the detector's default list.
-    ``turn_seconds`` is how far the fake clock moves per replayed request when the input
-    carries no time of its own.
     """
 
     guards: tuple[str, ...] = setting(
         GUARDS, Names(choices=GUARDS), "guards to run: breaker, detector, dedup"
     )
-    turn_seconds: float = setting(
-        2.0, Seconds(), "replay: fake-clock seconds per request without a time of its own"
-    )
-    path: str = setting("", Text(), "replay: request path for bodies that carry none")
-    format: str = setting("text", Choice(("text", "json", "markdown", "html")), "output format")
-    color: str = setting("auto", Choice(("auto", "always", "never")), "colour in text output")
-    progress: bool = setting(True, Flag(), "progress bar on stderr (only on a terminal)")
-    verbose: bool = setting(False, Flag(), "list clean runs too, and every finding in full")
-    price_per_mtok: Price | None = setting(  # noqa: RUF009 (a field, as every setting())
-        None,
-        PriceKind(),
-        "dollars per million tokens (IN or IN,OUT): what was not spent, in money",
-    )
+
+    def __post_init__(self) -> None:
+        GuardFile.__post_init__(self)  # every field checked, the scan's own too
 
 
 _GROUPS: Final = {"breaker": "breaker", "detector": "detector", "cache": "dedup", "guard": "guard"}

@@ -1,5 +1,7 @@
-"""``loopfuse hook``'s settings file: its ``[hook]`` table, and the whole file checked by
-the one loader every entry point uses, once per version of the file.
+"""``loopfuse hook``'s settings file: its ``[hook]`` table (:class:`HookOptions`, declared
+with the file's other tables in :mod:`loopfuse._sections`, where the loader reads it too),
+and the whole file checked by the one loader every entry point uses, once per version of
+the file.
 
 A hook is a new process at every tool call. The file is checked as
 :func:`loopfuse.load_settings` checks it (every key of every table, the same errors),
@@ -21,91 +23,19 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from blake3 import blake3
 
+from loopfuse._sections import HookOptions, hook_options
 from loopfuse._settings_file import MAX_FILE_BYTES, load_toml
-from loopfuse.cli.options import MODES
 from loopfuse.errors import ConfigError
-from loopfuse.fields import (
-    Choice,
-    Flag,
-    Seconds,
-    Text,
-    check_fields,
-    did_you_mean,
-    keys_of,
-    setting,
-    with_keys,
-)
-
-if TYPE_CHECKING:
-    from loopfuse.guard.guard import Mode
 
 __all__ = ["MEMO_FOLDER", "HookOptions", "checked_table", "hook_options"]
 
 MEMO_FOLDER: Final = "settings-checked"
 """The folder of the state folder where checked settings files are remembered."""
 _MAX_MEMO_BYTES: Final = 4 * MAX_FILE_BYTES
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HookOptions:
-    """The ``[hook]`` table of a settings file: what only ``loopfuse hook`` reads (its
-    flags of the same names win). Declared as every setting is (:mod:`loopfuse.fields`),
-    so that every entry point checks the table alike, :func:`loopfuse.load_settings` and
-    ``loopfuse scan --config`` included (they use none of it).
-
-    >>> HookOptions(mode="refuse", lock_timeout=2).lock_timeout
-    2.0
-    >>> hook_options({"lock_timeout": 90}, "f.toml")
-    Traceback (most recent call last):
-        ...
-    loopfuse.errors.ConfigError: f.toml: hook.lock_timeout must be at most 60 seconds, got 90
-    >>> hook_options({"mdoe": "refuse"}, "f.toml")
-    Traceback (most recent call last):
-        ...
-    loopfuse.errors.ConfigError: f.toml: unknown key 'hook.mdoe' (did you mean mode?)
-    """
-
-    mode: Mode = setting(  # noqa: RUF009 (a field, as every setting(); ruff knows str, not Mode)
-        "warn",
-        Choice(MODES),
-        "what a loop gets in the hook (default: the file's mode, else warn)",
-    )
-    end_session: bool = setting(
-        False, Flag(), "end the session when a loop goes on after its refusal (not Codex)"
-    )
-    state_dir: str | None = setting(
-        None, Text(off=True, blank=False), "the folder of the sessions and hook.log"
-    )
-    lock_timeout: float = setting(
-        5.0, Seconds(zero=True, maximum=60.0), "seconds to wait for a session's lock"
-    )
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
-def hook_options(table: Mapping[str, object], source: str) -> HookOptions:
-    """The ``[hook]`` table ``table`` of the file ``source``, read and checked; a key or
-    a value refused is a :class:`~loopfuse.errors.ConfigError` naming the file and
-    ``hook.KEY``."""
-    declared = keys_of(HookOptions)
-    values: dict[str, object] = {}
-    for key, raw in table.items():
-        name = str(key).replace("-", "_")
-        found = declared.get(name)
-        if found is None:
-            raise ConfigError(f"{source}: unknown key 'hook.{key}'{did_you_mean(name, declared)}")
-        try:
-            values[name] = found.kind.parse(raw)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: hook.{name} {exc}") from None
-    return with_keys(HookOptions(), values, f"{source}: hook settings")
 
 
 def checked_table(config: str, state: str | None) -> dict[str, object]:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from loopfuse._settings_file import MODES
 from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -57,11 +58,6 @@ class Option(NamedTuple):
     def flag(self) -> str:
         """The command-line spelling, e.g. ``--max-strikes``."""
         return "--" + self.name.replace("_", "-")
-
-
-MODES: Final[tuple[Mode, ...]] = ("refuse", "warn", "note")
-"""The modes ``loopfuse hook`` runs in: :data:`loopfuse.guard.guard.MODES`, written here so
-that a hook does not import the guard (a test keeps them the same)."""
 
 
 def parse_mode(value: object) -> Mode:

@@ -1,4 +1,6 @@
-"""Tokens a request costs: from the ``usage`` a log recorded, else an estimate; and money.
+"""Tokens a request costs: from the ``usage`` a log recorded, else an estimate; and money
+(:class:`Price`, the value of ``loopfuse scan``'s ``price_per_mtok``, declared with the
+scan's other options in :mod:`loopfuse._sections`).
 
 A refused request, or one answered from the cache, is not sent: what it would have cost
 is its input (the whole context it carries) and the answer it got. Where the recorded
@@ -41,11 +43,9 @@ True
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Final
 
-from loopfuse.errors import ConfigError
+from loopfuse._sections import Price
 
 __all__ = ["CHARS_PER_TOKEN", "Price", "estimate_tokens", "usage_tokens"]
 
@@ -95,42 +95,3 @@ def usage_tokens(usage: object) -> tuple[int, int] | None:
 def estimate_tokens(chars: int) -> int:
     """Tokens of ``chars`` characters of compact JSON (see :data:`CHARS_PER_TOKEN`)."""
     return (chars * 10 + 36) // 37 if chars > 0 else 0  # ceil(chars / 3.7), exactly
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """Dollars per million tokens: one price, or one for input and one for output."""
-
-    input: float
-    output: float
-
-    @classmethod
-    def parse(cls, raw: object) -> Price:
-        """``"3"``, ``"3,15"`` (input, output), a number, or a TOML pair ``[3, 15]``."""
-        items = raw.split(",") if isinstance(raw, str) else raw
-        if not isinstance(items, list | tuple):
-            items = [items]
-        values: list[float] = []
-        for item in items:
-            try:
-                number = float(item.strip() if isinstance(item, str) else item)  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                number = math.nan
-            if isinstance(item, bool) or not math.isfinite(number) or number < 0:
-                break
-            values.append(number)
-        if len(values) != len(items) or len(values) not in (1, 2):
-            raise ConfigError(
-                "must be dollars per million tokens, one price or input,output "
-                f"(e.g. 3 or 3,15), got {raw!r}"
-            )
-        return cls(values[0], values[-1])
-
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        """Dollars for these tokens."""
-        return (tokens_in * self.input + tokens_out * self.output) / 1_000_000
-
-    def __str__(self) -> str:
-        if self.input == self.output:
-            return f"${self.input:g}/Mtok"
-        return f"${self.input:g}/${self.output:g} per Mtok in/out"

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from functools import lru_cache
 from typing import Final
 
+from loopfuse.detector._textcache import TextCache
 from loopfuse.detector.errors import framework_error, normalize_framework_error
 
 __all__ = [
@@ -135,7 +135,14 @@ def _is_failed_banner(line: str) -> bool:
     return any(first <= found.start() and found.end() <= last for found in _FAILED.finditer(line))
 
 
-@lru_cache(maxsize=512)
+# What was found about recent answers, under bounded keys (the answers are the client's,
+# of any length: see loopfuse.detector._textcache).
+# An answer up to _ANSWER_KEY characters is its own key (most are: a digest would cost
+# more than the lookup saves); a longer one's digest, or (for the framework check, which
+# reads little of it) not cached. See SECURITY.md for the memory this holds at most.
+_ANSWER_KEY: Final = 2048
+
+
 def _window_is_error(window: str) -> bool:
     if _has_phrase(window):  # then no line needs looking at for one
         return True
@@ -172,14 +179,9 @@ def looks_like_error(text: str, *, frameworks: bool = True) -> bool:
         return False
     # Only lines holding a hint can match: a few substring searches skip the rest. The
     # answer is cached: the scanner asks again about the same answer within a request.
-    return _window_is_error(_window(text)) or (frameworks and _framework_error(text))
-
-
-@lru_cache(maxsize=512)
-def _framework_error(text: str) -> bool:
     # Cached as the window check is: a proxy's scan reads the same answers request after
     # request, and most are not a framework's (so every check runs to its end).
-    return framework_error(text)
+    return _ERROR_WINDOWS.call(_window(text)) or (frameworks and _FRAMEWORK_ERRORS.call(text))
 
 
 def error_line(text: str) -> str | None:
@@ -282,12 +284,7 @@ def normalize_answer(text: str, *, frameworks: bool = True) -> str:
     # A proxy sees each answer again in every later request of the conversation: the
     # normal form of a recent (not too long) answer is kept rather than made again.
     if type(text) is str and len(text) <= _CACHED_TEXT:
-        return _normalized(text, frameworks)
-    return _normalize(text, frameworks)
-
-
-@lru_cache(maxsize=256)
-def _normalized(text: str, frameworks: bool) -> str:
+        return _NORMAL_FORMS.call(text, bool(frameworks))
     return _normalize(text, frameworks)
 
 
@@ -371,3 +368,11 @@ def _strip_line_ends(text: str) -> str:
     if " \n" not in text and "\t\n" not in text and not text.endswith((" ", "\t")):
         return text
     return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
+
+
+# Defined last: each names the function it caches.
+_ERROR_WINDOWS: Final[TextCache[bool]] = TextCache(_window_is_error, 512, _ANSWER_KEY)
+_FRAMEWORK_ERRORS: Final[TextCache[bool]] = TextCache(
+    framework_error, 512, _ANSWER_KEY, digest=False
+)
+_NORMAL_FORMS: Final[TextCache[str]] = TextCache(_normalize, 256, _ANSWER_KEY)

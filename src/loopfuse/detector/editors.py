@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Final
 
+from loopfuse.detector._textcache import TextCache
 from loopfuse.detector.tools import own_name
 
 __all__ = ["EDIT", "READ", "EditorCall", "editor_call", "mentions_file"]
@@ -113,7 +113,7 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
     """
     if type(name) is not str:
         return None
-    tool = _tool_kind(name)
+    tool = _TOOL_KINDS.call(name)
     if tool is None:
         return None
     if tool == "command":
@@ -130,7 +130,6 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
     return EditorCall(EDIT, _path_of(arguments) or _patch_path(arguments))
 
 
-@lru_cache(maxsize=4096)
 def _tool_kind(name: str) -> str | None:
     """``"command"`` (a ``str_replace_editor``-style tool), ``READ``, ``EDIT`` or ``None``,
     by the tool's own name (cached: a scan asks again for every call of a run)."""
@@ -192,10 +191,9 @@ def mentions_file(text: str, path: str) -> bool | None:
     name are looked at, each with at most :data:`_MENTION_BACK` characters of path
     before it, so the cost is bounded whatever the text.
     """
-    return _mentions(text, path)
+    return _MENTIONS.call(text, path)
 
 
-@lru_cache(maxsize=1024)
 def _mentions(text: str, path: str) -> bool | None:
     base = path.replace("\\", "/").rstrip("/")
     name = base.rsplit("/", 1)[-1]
@@ -219,3 +217,8 @@ def _mentions(text: str, path: str) -> bool | None:
             found = False  # a file of the same name, elsewhere
         at = text.find(name, at + 1)
     return found
+
+
+# Cached under bounded keys (the names and texts are the client's, of any length).
+_TOOL_KINDS: Final[TextCache[str | None]] = TextCache(_tool_kind, 4096)
+_MENTIONS: Final[TextCache[bool | None]] = TextCache(_mentions, 1024)

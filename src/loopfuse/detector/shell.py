@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import partial
 from typing import Final
 
 from loopfuse.detector._shell_rules import compile_commands, line_is_read_only
+from loopfuse.detector._textcache import TextCache
 from loopfuse.detector.tools import name_words
 from loopfuse.detector.vocabulary import DEFAULT_READ_ONLY_COMMANDS, DEFAULT_SHELL_TOOLS
 from loopfuse.errors import ConfigError
@@ -81,7 +82,12 @@ class ShellClassifier:
     loopfuse.errors.ConfigError: shell_tools pattern '' has no letters or digits
     """
 
-    __slots__ = ("_max_length", "_patterns", "_read", "_table")
+    __slots__ = (
+        "_max_length",
+        "_patterns",
+        "_read",
+        "_table",
+    )
 
     def __init__(
         self,
@@ -98,8 +104,9 @@ class ShellClassifier:
         self._table = compile_commands(entries)
         self._max_length = _bounded_int(max_command_length, "max_command_length", _LONGEST_LIMIT)
         table = self._table
-        self._read = lru_cache(maxsize=_bounded_int(cache_size, "cache_size"))(
-            lambda command: line_is_read_only(command, table)
+        # Command lines are the client's (up to max_command_length): keyed by digest.
+        self._read: TextCache[bool] = TextCache(
+            partial(line_is_read_only, table=table), _bounded_int(cache_size, "cache_size")
         )
 
     def is_shell_tool(self, name: str) -> bool:
@@ -145,8 +152,7 @@ class ShellClassifier:
             return False
         if type(command) is not str:
             command = str.__str__(command)  # a plain copy: a subclass's hash is not trusted
-        result: bool = self._read(command)
-        return result
+        return self._read.call(command)
 
     def classify_call(self, name: str, arguments: object) -> bool | None:
         """None for a tool that is not a shell; for a shell, whether the call only reads.

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
+from loopfuse.detector._textcache import TextCache
 from loopfuse.detector.vocabulary import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 from loopfuse.errors import ConfigError
 
@@ -51,10 +52,15 @@ _MUTATING_VERBS: Final = frozenset(_MUTATING_VERB_LIST)
 
 _NAMESPACE: Final = re.compile(r"__|[:./\\]")
 _CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
+_UPPER: Final = re.compile(r"[A-Z]")
+_CAMEL_GAP: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORDS: Final = re.compile(r"[a-z0-9]+")
 
 
-@lru_cache(maxsize=4096)
+_CACHED_NAME: Final = 256  # longer tool names are split again each time, never kept
+_CLASSIFIED: Final = 4096  # names a ToolClassifier keeps the classes of
+
+
 def name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(words of the whole name, words of the tool's own name)``, lower-case.
 
@@ -62,12 +68,35 @@ def name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     (('mcp', 'fs', 'read', 'file'), ('read', 'file'))
     >>> name_words("2:read_file")
     (('2', 'read', 'file'), ('read', 'file'))
+
+    Cached for names up to :data:`_CACHED_NAME` characters (real tool names are at most
+    64 or 128 at every provider): the words are as long as the name, so a longer one,
+    which only a hostile client sends, is not kept.
     """
+    if len(name) <= _CACHED_NAME:
+        return _cached_name_words(name)
+    return _name_words(name)
+
+
+@lru_cache(maxsize=4096)
+def _cached_name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return _name_words(name)
+
+
+def _name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     parts = [part for part in _NAMESPACE.split(name) if _WORDS.search(part.lower())]
     own = parts[-1] if parts else name
-    split = _WORDS.findall(_CAMEL.sub(r"\1_\2", name).lower())
-    own_words = _WORDS.findall(_CAMEL.sub(r"\1_\2", own).lower())
-    return tuple(split), tuple(own_words)
+    split = tuple(_words(name))
+    # A name without a namespace is its own name: its words are not read twice.
+    return split, split if own == name else tuple(_words(own))
+
+
+def _words(text: str) -> list[str]:
+    if _UPPER.search(text) is not None:  # else there is no camel case to split
+        # What _CAMEL.sub(r"\1_\2") gives, with a constant replacement: no Python call
+        # per match (a 250 KB camelCase name took 0.6 s).
+        text = _CAMEL_GAP.sub("_", text)
+    return _WORDS.findall(text.lower())
 
 
 def own_name(name: str) -> str:
@@ -104,21 +133,30 @@ class ToolClassifier:
     (False, True)
     """
 
-    __slots__ = ("_cache", "_costly", "_observation")
+    __slots__ = ("_cache", "_costly", "_long", "_observation")
 
     def __init__(self, observation_tools: Iterable[str], costly_tools: Iterable[str]) -> None:
         self._observation = _compile(observation_tools, "observation_tools")
         self._costly = _compile(costly_tools, "costly_tools")
+        # Names are the client's, of any length: a name up to _CACHED_NAME characters is
+        # its own key (a plain dict, emptied when full), a longer one its digest's.
         self._cache: dict[str, tuple[bool, bool]] = {}
+        self._long: TextCache[tuple[bool, bool]] = TextCache(self._match, 256, 0)
 
     def _classify(self, name: str) -> tuple[bool, bool]:
         found = self._cache.get(name)
         if found is None:
-            words, own = name_words(name)
-            found = (_observation_match(own, self._observation), _costly_match(words, self._costly))
-            if len(self._cache) < 4096:
-                self._cache[name] = found
+            if len(name) > _CACHED_NAME:
+                return self._long.call(name)
+            found = self._match(name)
+            if len(self._cache) >= _CLASSIFIED:
+                self._cache.clear()
+            self._cache[name] = found
         return found
+
+    def _match(self, name: str) -> tuple[bool, bool]:
+        words, own = name_words(name)
+        return (_observation_match(own, self._observation), _costly_match(words, self._costly))
 
     def is_observation(self, name: str) -> bool:
         """True when ``name`` is a read-only tool (costly or not)."""
@@ -131,7 +169,7 @@ class ToolClassifier:
     def classify_names(self, names: Iterable[str]) -> tuple[bool, bool]:
         """``(every name is an observation, some name is costly)`` for one batch."""
         if type(names) is tuple and len(names) == 1:
-            return self._cache.get(names[0]) or self._classify(names[0])
+            return self._classify(names[0])
         observation = True
         costly = False
         empty = True

@@ -22,7 +22,7 @@ from blake3 import blake3
 
 from loopfuse.errors import ConfigError, InvalidInputError
 from loopfuse.guard.request import PreparedRequest
-from loopfuse.intent import call_ids, canonical_json
+from loopfuse.intent import canonical_json
 from loopfuse.loop import Loop
 
 __all__ = ["NoteMemory", "RetryLedger", "TimedRecords", "retryable"]
@@ -169,7 +169,7 @@ class _Thread:
 
     @classmethod
     def of(cls, prepared: PreparedRequest) -> _Thread:
-        ids = call_ids(prepared.value)
+        ids = prepared.call_ids()
         if ids:
             return cls(ids, 0, b"")
         messages = _messages(prepared)
@@ -178,7 +178,9 @@ class _Thread:
     def continued_by(self, prepared: PreparedRequest) -> bool:
         """Whether ``prepared`` is a later request of this conversation."""
         if self.ids:
-            return self.ids <= call_ids(prepared.value)
+            # The same body (a scan's cuts of one conversation): no need to compare.
+            ids = prepared.call_ids()
+            return self.ids is ids or self.ids <= ids
         messages = _messages(prepared)
         if not self.digest or len(messages) < self.messages:
             return False

@@ -18,7 +18,7 @@ from blake3 import blake3
 
 from loopfuse.dedup import RequestKey
 from loopfuse.dedup.request import IGNORED_PARAMS
-from loopfuse.intent import Analysis, analyse, canonical_json, fingerprint_canonical
+from loopfuse.intent import Analysis, analyse, call_ids, canonical_json, fingerprint_canonical
 from loopfuse.intent.dialect import (
     Dialect,
     dialect_for,
@@ -104,6 +104,9 @@ class PreparedRequest:
     retry_noted: Loop | None = None
     key: RequestKey | None = None
     _fingerprint: int | None = field(default=None, repr=False, compare=False)
+    # The body's call ids once read, shared with the copies named() makes (a list: its
+    # one slot is filled in place, and replace() hands the same list to each copy).
+    _call_ids: list[frozenset[str]] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def fingerprint(self) -> int:
@@ -139,6 +142,23 @@ class PreparedRequest:
         (7, 7)
         """
         return replace(self, key=RequestKey(identity), _fingerprint=identity)
+
+    def call_ids(self) -> frozenset[str]:
+        """The provider ids of the tool calls the body holds
+        (:func:`loopfuse.intent.call_ids`), read once per body: every copy :meth:`named`
+        makes shares them, so that ``loopfuse scan``, which names each cut of one
+        conversation, reads them once, not once per cut.
+
+        >>> from loopfuse import Guard
+        >>> body = {"messages": [{"role": "assistant", "tool_calls": [{"id": "c1"}]}]}
+        >>> prepared = Guard().prepare(body)
+        >>> sorted(prepared.call_ids()), prepared.named(3).call_ids() is prepared.call_ids()
+        (['c1'], True)
+        """
+        found = self._call_ids
+        if not found:
+            found.append(call_ids(self.value))
+        return found[0]
 
     def owner(self) -> str:
         """Whose notes these are: the session, else the conversation (how it opens), so

@@ -20,18 +20,20 @@ What is not one of these shapes is left as it was: a message is only read when a
 it *starts* with ``Calling tools:`` or is an ``Action:`` line directly followed by an
 ``Action Input:`` line, and a user turn is only read as an answer right after a turn that
 wrote its calls. Everything here is linear in the text (line scans, no regular
-expressions) and never raises: a ``Calling tools:`` list that does not parse, or nests
-deeper than :data:`~loopfuse.intent.MAX_DEPTH`, is not a call.
+expressions) and never raises: a ``Calling tools:`` list that is not a Python literal of
+the shapes :mod:`loopfuse.intent._pyliteral` reads, or nests deeper than
+:data:`~loopfuse.intent.MAX_DEPTH`, is not a call (the text stays text). That reader is
+ours: client text never reaches Python's parser, which recurses in C (a few dozen
+brackets kill a small thread) and reads some texts in quadratic time.
 """
 
 from __future__ import annotations
 
-import ast
 from typing import Any, Final, NamedTuple
 
 from loopfuse.intent._json import MAX_DEPTH
 from loopfuse.intent._parts import CallLinker, Part, Walk, tool_call
-from loopfuse.intent._textdepth import nests_deeper
+from loopfuse.intent._pyliteral import NotALiteral, read_literal
 
 __all__ = ["has_written_calls", "written_messages"]
 
@@ -231,12 +233,10 @@ def _literal(text: str) -> object:
 
 
 def _literal_value(text: str) -> object:
-    """A Python literal, or ``None`` (too deep, or not a literal)."""
-    if nests_deeper(text, MAX_DEPTH):
-        return None
+    """A Python literal, or ``None`` (too deep, or not one of the shapes read)."""
     try:
-        return ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return read_literal(text, MAX_DEPTH)
+    except NotALiteral:
         return None
 
 

@@ -124,8 +124,9 @@ def test_a_settings_file_broken_after_install_is_found(machine: Machine) -> None
     assert status == 1
     checks = machine.checks(report, "gemini")
     assert not checks["settings"]["ok"]
-    assert f"{config}: unknown key 'max_strike' (did you mean max_strikes?)" in (
-        checks["settings"]["detail"]
+    assert (
+        f"{config}: unknown key 'max_strike' (did you mean max_strikes?)"
+        in (checks["settings"]["detail"])
     )
     assert not checks["runs"]["ok"]  # it fails open, and says so to the user
     assert "allows every call" in checks["runs"]["detail"]
@@ -259,8 +260,9 @@ def test_it_is_a_command_of_the_console_script(capsys: pytest.CaptureFixture[str
 def test_the_hook_never_imports_the_doctor(tmp_path: Path) -> None:
     """The hook runs at every tool call: what it imports is its cost."""
     event = json.dumps({"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "x"})
+    argv = ["-X", "importtime", "-m", "loopfuse", "hook", "--state-dir", str(tmp_path)]
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "loopfuse", "hook", "--state-dir", str(tmp_path)],
+        [sys.executable, *argv],
         input=event,
         capture_output=True,
         text=True,

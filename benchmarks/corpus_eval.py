@@ -184,21 +184,19 @@ def verdicts_of(t: Trajectory, detector: LoopDetector) -> Verdicts:
 def stop_of(verdicts: Verdicts, mode: str) -> Flag | None:
     """Where a guard in ``mode`` stops the run, given its verdicts.
 
-    ``refuse`` stops the first loop; ``warn`` notes a loop the first time and stops it
-    when the same loop (kind and signature, as the integrations' ``Guard`` keys its
-    notes) comes back; ``note`` never stops. The replay cannot know what the agent would
-    have done with a note, so it assumes it went on as it did.
+    ``refuse`` stops the first loop; ``warn`` notes the first loop and stops the run at
+    the next one, whatever its kind and signature: a run still looping in any way after
+    its note ignored it (issue 27; the integrations' ``Guard`` and ``loopfuse hook`` do
+    the same within their ``warn_window``, which a replay without times does not have);
+    ``note`` never stops. The replay cannot know what the agent would have done with a
+    note, so it assumes it went on as it did.
     """
     if mode == "refuse":
         return (verdicts[0][0], verdicts[0][1]) if verdicts else None
-    if mode != "warn":
+    if mode != "warn" or len(verdicts) < 2:
         return None
-    noted: set[tuple[str, str]] = set()
-    for k, kind, signature in verdicts:
-        if (kind, signature) in noted:
-            return k, kind
-        noted.add((kind, signature))
-    return None
+    k, kind, _ = verdicts[1]
+    return k, kind
 
 
 def first_flag(t: Trajectory, detector: LoopDetector, mode: str = "refuse") -> Flag | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +41,11 @@ class Reply:
 
     commands: tuple[str, ...] = ()
     text: str = FINAL_TEXT
+    arguments: tuple[tuple[str, Any], ...] = ()
+    """More arguments of each shell call (Codex: ``yield_time_ms``)."""
+    poll: bool = False
+    """Codex only: poll the process the last answer says is still running
+    (``write_stdin`` with empty ``chars``) instead of running a command."""
 
 
 Script = Callable[[int], Reply]
@@ -58,6 +64,18 @@ def commands_then_answer(*commands: str) -> Script:
 def parallel(commands: tuple[str, ...], turns: int) -> Script:
     """The same ``commands``, all in one turn (parallel calls), ``turns`` times."""
     return lambda turn: Reply(commands) if turn < turns else Reply()
+
+
+def start_then_poll(command: str, polls: int) -> Script:
+    """Codex: start ``command`` with a short yield (it is still running when the answer
+    comes back), then poll it ``polls`` times, then an answer."""
+
+    def play(turn: int) -> Reply:
+        if turn == 0:
+            return Reply((command,), arguments=(("yield_time_ms", 500),))
+        return Reply(poll=True) if turn <= polls else Reply()
+
+    return play
 
 
 def poll_moving_log(log: Path, polls: int) -> Script:
@@ -270,16 +288,21 @@ class FakeModel:
     def responses(self, path: str, body: Any) -> tuple[int, str, bytes]:
         name, argument = SHELL_TOOLS["codex"]
         reply = self.play(path, body, name) or Reply(text="OK")
+        calls = [(name, {argument: command, **dict(reply.arguments)}) for command in reply.commands]
+        running = re.findall(r"Process running with session ID (\d+)", " ".join(strings(body)))
+        if reply.poll and running:
+            poll = {"session_id": int(running[-1]), "chars": "", "yield_time_ms": 1000}
+            calls.append(("write_stdin", poll))
         items: list[dict[str, Any]] = [
             {
                 "type": "function_call",
                 "id": f"fc_{self.next_id()}",
                 "call_id": f"call_{self.next_id():020d}",
-                "name": name,
-                "arguments": json.dumps({argument: command}),
+                "name": tool,
+                "arguments": json.dumps(arguments),
                 "status": "completed",
             }
-            for command in reply.commands
+            for tool, arguments in calls
         ] or [
             {
                 "type": "message",

@@ -29,6 +29,7 @@ from agent_model import (
     parallel,
     poll_moving_log,
     same_command,
+    start_then_poll,
     strings,
 )
 from loopfuse.cli.hook_state import SessionState, load
@@ -318,6 +319,23 @@ def test_a_healthy_poll_whose_output_moves_is_untouched(agent: str, home: Home) 
     assert_untouched(done, calls=polls)
     # the model did read a moving log: the last request has the last step
     assert any(f"step {polls - 1}:" in text for text in done.texts(polls))
+
+
+@pytest.mark.slow
+@needs("codex")
+def test_codex_polling_a_command_it_started_is_untouched(home: Home) -> None:
+    """Codex starts a command that outlives its yield and polls it (``write_stdin`` with
+    empty ``chars``) until it exits: a wait, never a loop. Codex's hooks see the command
+    once (tool ``Bash``, its answer when it exited) and never the polls (docs/agents.md),
+    so the live hook has nothing to let through; ``scan`` of the rollout judges the polls
+    as waits (tests/test_harness_codex.py)."""
+    polls = 2
+    done = guarded("codex", home, start_then_poll("sleep 7; echo finished", polls))
+    assert not any("loopfuse" in text for r in done.model.requests for text in strings(r.body))
+    assert len(done.model.turns) == polls + 2
+    assert any("Process running with session ID" in t for t in done.texts(1))
+    recorded, answers = calls_and_answers(done.session())
+    assert len(recorded) == len(answers) == 1  # the command; no poll reached a hook
 
 
 # Two failing calls in one turn, every turn.

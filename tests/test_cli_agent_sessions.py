@@ -286,12 +286,13 @@ def test_a_resumed_claude_session_does_not_count_the_history_twice(
 def test_gemini_records_written_again_are_one_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = gemini_session(GEMINI_ID, [Turn("make", "boom")] * 3)
+    # Commands that succeed (exit 0): a failing one repeated four times is a loop.
+    lines = gemini_session(GEMINI_ID, [Turn("make", "boom", failed=False)] * 3)
     # The context set again (same ids, old outputs masked: not what the model saw
     # then), a rewind, then a new turn.
     again = [line for line in lines if "id" in line and line.get("type") != "info"]
     masked = json.loads(json.dumps(again).replace("boom", "[masked]"))
-    extra = gemini_session(GEMINI_ID, [Turn("make", "boom")])[4:7]
+    extra = gemini_session(GEMINI_ID, [Turn("make", "boom", failed=False)])[4:7]
     extra = json.loads(json.dumps(extra).replace("model-0", "model-9"))
     lines += [{"$set": {"messages": masked}}, {"$rewindTo": "done"}, *extra]
     path = write_lines(tmp_path / "session-x.jsonl", lines)

@@ -172,7 +172,7 @@ def test_a_state_folder_others_may_write_to_is_found(machine: Machine) -> None:
     (machine.state / "loopfuse").chmod(0o777)
     status, report = machine.report()
     assert status == 1
-    assert "others may write to it" in machine.checks(report, "codex")["state folder"]["detail"]
+    assert "others may write to" in machine.checks(report, "codex")["state folder"]["detail"]
 
 
 def test_a_state_folder_not_made_yet_is_fine(machine: Machine) -> None:

@@ -864,3 +864,21 @@ def test_a_before_hook_does_not_import_orjson(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     assert done.stdout.decode().strip().splitlines()[-1] == "False True"
+
+
+def test_warn_refuses_a_session_that_goes_on_looping_in_another_shape(hook: Hook) -> None:
+    """Noted for one loop (the same failing command), the agent goes on looping in another
+    shape (variants of it, failing alike: a new signature): the note was ignored, so the
+    next loop is refused, not noted again (issue 27)."""
+    error = "ModuleNotFoundError: No module named 'yaml'"
+    seen = []
+    commands = ["python build.py"] * 3 + [f"python build.py --step {k}" for k in range(5)]
+    for i, command in enumerate(commands):
+        before = hook.answer(claude_pre(command, f"toolu_{i}"))
+        if _deny_reason(before):
+            seen.append("refused")
+            continue
+        after = hook.answer(claude_failure(command, f"toolu_{i}", error))
+        seen.append("noted" if _note(after) else "ran")
+    assert seen.count("noted") == 1, seen
+    assert "refused" in seen[seen.index("noted") + 1 :], seen

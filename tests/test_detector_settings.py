@@ -102,6 +102,8 @@ def test_the_parameters_table_of_the_docs_matches_the_declaration() -> None:
             assert shown == ("**on**" if default else "**off**"), declared.name
         elif isinstance(default, int) or (isinstance(default, tuple) and len(default) == 2):
             assert shown == f"**{default}**", declared.name
+        elif isinstance(default, str):  # a choice (harness)
+            assert shown == f"**`{default}`**", declared.name
         elif default:
             assert shown == "`DEFAULT_…`", declared.name
         else:
@@ -148,6 +150,7 @@ def test_off_values_are_kinds_off_values() -> None:
         "max_unread_edit_checks",
         "error_storm",
         "max_stagnation_steps",
+        "max_waits",
     }
     assert all(s.off in (None, False, NO_OFF) for s in FIELDS)
 

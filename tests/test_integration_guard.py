@@ -462,3 +462,33 @@ def test_a_step_that_fails_late_leaves_one_decision_event(
     assert decisions[-1].error == "RuntimeError('no hash today')"  # the note's Attempt failed
     assert [e.action for e in events if e.action in DECISIONS] == ["request_forwarded"] * 5
     assert [e.action for e in events].count("fail_open") == guard.internal_errors > 0
+
+
+def _laps(commands: list[str], answer: str, run: str = "a") -> dict[str, Any]:
+    """An OpenAI Chat request after one failing call per command, each with its own id
+    (``run`` tells the conversations apart, as providers' ids do)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build."}]
+    for i, command in enumerate(commands):
+        call = {"name": "bash", "arguments": json.dumps({"command": command})}
+        tool_call = {"id": f"call_{run}{i}", "type": "function", "function": call}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{run}{i}", "content": answer})
+    return {"model": "gpt-4o", "messages": messages}
+
+
+def test_warn_refuses_a_run_that_goes_on_looping_in_another_shape_after_its_note() -> None:
+    """Noted for one loop (the same failing command again), the agent goes on looping in
+    another shape (variants of it, all failing alike: a new signature): its note was
+    ignored, so it is refused (issue 27), within the warn window."""
+    error = "ModuleNotFoundError: No module named 'yaml'"
+    guard = Guard(mode="warn")
+    first = guard.check(_laps(["python build.py"] * 3, error))
+    assert (first.action, first.loop and first.loop.kind) == ("note", "repeat")
+    variants = [f"python build.py --step {k}" for k in range(4)]
+    went_on = guard.check(_laps(["python build.py"] * 3 + variants, error))
+    assert went_on.loop is not None
+    assert went_on.loop.kind == "error_streak"
+    assert went_on.action == "refuse"
+    # Another conversation with the same loop gets its own note first.
+    other = guard.check(_laps(["python build.py --other"] * 3, error, run="b"))
+    assert other.action == "note"

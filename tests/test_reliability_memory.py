@@ -38,7 +38,8 @@ from loopfuse.detector.answers import looks_like_error, normalize_answer
 from loopfuse.detector.editors import editor_call, mentions_file
 from loopfuse.detector.shell import ShellClassifier
 from loopfuse.detector.tools import ToolClassifier, name_words
-from loopfuse.detector.vocabulary import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
+from loopfuse.harness import reader_for
+from loopfuse.harness.generic import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 
 MiB = 1024 * 1024
 GUARD = 30.0
@@ -445,6 +446,10 @@ def test_every_detector_cache_full_of_the_worst_texts_stays_within_the_bound() -
     editors._TOOL_KINDS.clear()
     editors._MENTIONS.clear()
     tools._cached_name_words.cache_clear()
+    every = reader_for("auto")  # the harnesses' knowledge, one per process
+    every._cached_read.cache_clear()  # type: ignore[union-attr]
+    for table in (every._declared, every._kinds, every._conventions):  # type: ignore[union-attr]
+        table.clear()
 
     def fill() -> object:
         classifier = ToolClassifier(DEFAULT_OBSERVATION_TOOLS, DEFAULT_COSTLY_TOOLS)
@@ -454,8 +459,10 @@ def test_every_detector_cache_full_of_the_worst_texts_stays_within_the_bound() -
                 answer = f"{n} {length}" + ASTRAL * length
                 looks_like_error(answer)
                 normalize_answer(answer)
+                every.read(f"{n}_" + ASTRAL * 250, answer)  # type: ignore[union-attr]
         for n in range(4_200):  # name caches: 4,096 entries
             name = f"{n}_" + ASTRAL * 250
+            every.kind(name, {})  # type: ignore[union-attr]
             name_words(name)
             editor_call(name, {})
             classifier.is_observation(name)

@@ -10,6 +10,8 @@ Call a guard before every LLM request:
   integration and ``loopfuse scan`` run): breaker, detector, mode, cache plan.
 - :mod:`loopfuse.intent` turns any OpenAI, Anthropic, Gemini or Ollama request body into
   one canonical intent and fingerprints it.
+- :mod:`loopfuse.harness`: one module per agent harness (Claude Code, Codex, Gemini CLI,
+  OpenHands, …): what each of its tools is, and how its answers say they failed.
 - :mod:`loopfuse.events`: every decision as a :class:`GuardEvent`, for your logs, metrics
   and traces (``on_event=`` on each guard and integration).
 - :func:`load_settings` reads the settings file ``loopfuse scan --config`` tunes (every
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 from loopfuse._api import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers; at run time they load on first use
-    from loopfuse import intent
+    from loopfuse import harness, intent
     from loopfuse.breaker import BreakerSettings, LoopBreaker, LoopBroken, LoopDecision
     from loopfuse.dedup import (
         CachedResponse,
@@ -137,6 +139,7 @@ __all__ = [
     "Verdict",
     "__version__",
     "batch_signature",
+    "harness",
     "intent",
     "load_settings",
     "log_events",
@@ -199,6 +202,7 @@ _LAZY: Final[dict[str, str]] = {
     "ToolCall": "loopfuse.detector",
     "Verdict": "loopfuse.detector",
     "batch_signature": "loopfuse.detector",
+    "harness": "loopfuse.harness",
     "intent": "loopfuse.intent",
     "load_settings": "loopfuse.settings",
     "log_events": "loopfuse.events",

@@ -76,6 +76,7 @@ class DetectorOverrides(TypedDict, total=False):
     max_unread_edit_checks: SupportsIndex | None
     error_storm: tuple[int, int] | None
     max_stagnation_steps: SupportsIndex | None
+    max_waits: SupportsIndex | None
     error_aware: bool
     editor_aware: bool
     normalize_answers: bool
@@ -86,6 +87,7 @@ class DetectorOverrides(TypedDict, total=False):
     costly_tools: Iterable[str]
     shell_tools: Iterable[str]
     read_only_commands: Iterable[str]
+    harness: str  # "auto", "generic" or a harness's name (loopfuse.harness.HARNESS_SETTINGS)
     tool_limits: Mapping[str, int] | Iterable[tuple[str, int]] | None
     ignore_tools: Iterable[str]
     enabled: bool

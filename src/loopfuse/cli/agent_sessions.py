@@ -859,9 +859,14 @@ def _gemini_result(part: dict[str, Any]) -> dict[str, Any]:
         return part
     answer = response.get("response")
     if isinstance(answer, dict) and len(answer) == 1:
-        text = answer.get("output", answer.get("error"))
+        # {"output": text} is the answer's text; {"error": text} stays as it is: the
+        # Gemini dialect reads it as a failed call (issue 27: a refused call says no
+        # error word), whatever the text.
+        text = answer.get("output")
         if isinstance(text, str):
             answer = text
+        elif isinstance(answer.get("error"), str):
+            answer = {"error": _GEMINI_PGID.sub("", answer["error"])}
     if isinstance(answer, str):
         answer = _GEMINI_PGID.sub("", answer)
     return {"functionResponse": {**response, "response": answer}}

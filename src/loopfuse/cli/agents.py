@@ -27,8 +27,9 @@ Facts these rely on (observed with Claude Code 2.1, Codex 0.169, Gemini CLI 0.61
 from __future__ import annotations
 
 import json
-import re
 from typing import Final, Literal, NamedTuple
+
+from loopfuse.harness import Harness, claude_code, codex, gemini_cli
 
 __all__ = [
     "AFTER_EVENTS",
@@ -82,13 +83,14 @@ TURN_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
 """Each CLI's hook event for a prompt the user sent: a new run starts (the detector's
 ``break_run``), so that "try again" is not refused for the loop before it."""
 
-# Shell tools whose ``description`` is the model's prose about the command, not the call:
-# the same command with another description is the same call.
-_DESCRIBED_SHELLS: Final = frozenset({"Bash", "run_shell_command", "shell", "exec_command"})
-# Gemini CLI's shell answer names the process group, a number new on every call.
-_VOLATILE_LINE: Final = re.compile(r"^(?:Process Group PGID|Background PIDs): .*$\n?", re.M)
-_GEMINI_EXIT: Final = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
-_CLAUDE_EXIT: Final = re.compile(r"\AExit code (\d+)\b")
+# What each CLI's tools are, and how its answers read: its module of loopfuse.harness
+# (a shell's ``description`` is prose, not the call; Gemini CLI's process group is new on
+# every call; the exit status each writes).
+_HARNESS: Final[dict[Agent, Harness]] = {
+    "claude-code": claude_code.HARNESS,
+    "codex": codex.HARNESS,
+    "gemini": gemini_cli.HARNESS,
+}
 
 
 class HookPayloadError(ValueError):
@@ -167,9 +169,7 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
     tool_name = payload.get("tool_name")
     if not isinstance(tool_name, str) or not tool_name:
         raise HookPayloadError("the hook input has no tool_name")
-    tool_input = payload.get("tool_input")
-    if tool_name in _DESCRIBED_SHELLS and isinstance(tool_input, dict):
-        tool_input = {k: v for k, v in tool_input.items() if k != "description"}
+    tool_input = _HARNESS[who].call(tool_name, payload.get("tool_input"))
     call_id = payload.get("tool_use_id")
     event = HookEvent(
         who,
@@ -194,8 +194,7 @@ def _answer(
         if event_name == "PostToolUseFailure":
             text = payload.get("error")
             text = text if isinstance(text, str) else json.dumps(text)
-            found = _CLAUDE_EXIT.match(text)
-            return text, True, int(found.group(1)) if found else None
+            return text, True, claude_code.exit_code(text)
         response = payload.get("tool_response")
         if isinstance(response, dict) and isinstance(response.get("stdout"), str):
             parts = [response["stdout"], response.get("stderr")]
@@ -211,9 +210,8 @@ def _answer(
     failure = response.get("error")
     content = response.get("llmContent")
     if isinstance(content, str):
-        found = _GEMINI_EXIT.search(content)
-        code = int(found.group(1)) if found else None
-        text = _VOLATILE_LINE.sub("", content)
+        code = gemini_cli.exit_code(content)
+        text = gemini_cli.HARNESS.without_volatile(content)
         if failure not in (None, "", {}):
             return text, True, code
         return text, (code != 0) if code is not None else None, code

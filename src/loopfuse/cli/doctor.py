@@ -31,7 +31,6 @@ import contextlib
 import json
 import os
 import shlex
-import stat
 import subprocess
 import sys
 import time
@@ -41,10 +40,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from loopfuse.cli import settings_text
 from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BATCH_EVENTS, BEFORE_EVENTS, TURN_EVENTS
 from loopfuse.cli.hook_check import check_hook_command
 from loopfuse.cli.hook_state import session_path, state_root
 from loopfuse.cli.init import InitError, settings_path
+from loopfuse.cli.safe_files import private_folder, read_regular
 from loopfuse.errors import ConfigError
 
 __all__ = ["Check", "Place", "build_parser", "diagnose", "main"]
@@ -139,61 +140,26 @@ def _place(agent: str, scope: str, path: Path, env: Mapping[str, str]) -> Place:
 
 
 def _read_settings(path: Path, agent: str) -> dict[str, Any]:
-    """The settings object of ``path`` (``{}``: no file); :class:`InitError` for one that
-    cannot be read. Gemini CLI's files may hold comments, which it accepts."""
+    """The settings object of ``path`` (``{}``: no file), read as ``init`` reads it (a
+    regular file, never waited on as a FIFO; Gemini CLI's with its comments; a link the
+    user made to their dotfiles is followed: reading changes nothing); :class:`InitError`
+    for one that cannot be read."""
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_SETTINGS_BYTES + 1)
+        raw = read_regular(str(path), MAX_SETTINGS_BYTES, follow=True)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise InitError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_SETTINGS_BYTES:
+    if len(raw) > MAX_SETTINGS_BYTES:
         raise InitError(f"{path}: larger than {MAX_SETTINGS_BYTES} bytes, not read")
     try:
-        text = data.decode("utf-8")
-        if not text.strip():
-            return {}
-        try:
-            settings = json.loads(text)
-        except ValueError:
-            if agent != "gemini":
-                raise
-            settings = json.loads(without_comments(text))
-    except (ValueError, RecursionError) as exc:
+        text = raw.decode("utf-8")
+        settings = settings_text.load(text, comments=agent == "gemini") if text.strip() else {}
+    except (UnicodeDecodeError, settings_text.SettingsTextError) as exc:
         raise InitError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(settings, dict):
         raise InitError(f"{path}: not a JSON object")
     return settings
-
-
-def without_comments(text: str) -> str:
-    """``text`` without its ``//`` and ``/* */`` comments outside JSON strings (as Gemini
-    CLI reads its settings); one pass, linear.
-
-    >>> without_comments('{"a": "//x", // note\\n "b": /* c */ 1}')
-    '{"a": "//x", \\n "b":  1}'
-    """
-    out: list[str] = []
-    at, end = 0, len(text)
-    while at < end:
-        char = text[at]
-        if char == '"':
-            close = at + 1
-            while close < end and text[close] != '"':
-                close += 2 if text[close] == "\\" else 1
-            out.append(text[at : close + 1])
-            at = close + 1
-        elif text.startswith("//", at):
-            newline = text.find("\n", at)
-            at = end if newline < 0 else newline
-        elif text.startswith("/*", at):
-            close = text.find("*/", at + 2)
-            at = end if close < 0 else close + 2
-        else:
-            out.append(char)
-            at += 1
-    return "".join(out)
 
 
 def _our_commands(settings: dict[str, Any], agent: str) -> dict[str, list[str]]:
@@ -249,49 +215,32 @@ def _config_of(flags: Sequence[str], env: Mapping[str, str]) -> str | None:
 
 
 def _check_state(root: str) -> Check:
-    """Whether the hook can keep its state in ``root``, by the hook's rules: the folder
-    (which may be a link the user made) and its ``sessions/`` (never a link) are this
-    user's, writable by them and by no one else; a folder not made yet must be
-    creatable. Looked at only, without following ``sessions/``: nothing is written."""
-    problem = _folder_problem(root, link_ok=True)
-    if problem == "missing":
+    """Whether the hook can keep its state in ``root``, by the hook's own rules
+    (:func:`~loopfuse.cli.safe_files.private_folder`, as
+    :func:`~loopfuse.cli.hook_state.state_folders` applies them): the folder (which may
+    be a link the user made) and its ``sessions/`` (never a link) are this user's and
+    writable by no one else; a folder not made yet must be creatable. Looked at only:
+    nothing is made, no link followed but the user's own ``root``."""
+    sessions = os.path.join(root, "sessions")
+    try:
+        private_folder(root, create=False, link_ok=True)
+        private_folder(sessions, create=False)
+    except FileNotFoundError as exc:
+        if exc.filename == sessions or os.path.abspath(str(exc.filename)) == sessions:
+            return Check("state folder", True, root)
         parent = os.path.dirname(os.path.abspath(root))
         while parent and not os.path.lexists(parent):
             parent = os.path.dirname(parent)
         if os.access(parent, os.W_OK | os.X_OK):
             return Check("state folder", True, f"{root} (made at the first call)")
         return Check("state folder", False, f"{root}: cannot be made ({parent} not writable)")
-    if problem is None:
-        problem = _folder_problem(os.path.join(root, "sessions"), link_ok=False)
-        if problem == "missing":
-            problem = None
-    if problem is not None:
-        return Check("state folder", False, f"{problem}: the hook allows every call")
-    return Check("state folder", True, root)
-
-
-def _folder_problem(path: str, link_ok: bool) -> str | None:
-    """What is wrong with ``path`` as a private folder of this user's, ``"missing"``, or
-    ``None`` (fine)."""
-    try:
-        found = os.lstat(path)
-        if stat.S_ISLNK(found.st_mode) and link_ok:
-            found = os.stat(path)  # a link the user made: what it points to is checked
-    except FileNotFoundError:
-        return "missing"
     except OSError as exc:
-        return f"{path}: {exc.strerror or exc}"
-    if stat.S_ISLNK(found.st_mode):
-        return f"{path}: a symbolic link, not followed"
-    if not stat.S_ISDIR(found.st_mode):
-        return f"{path}: not a folder"
-    if hasattr(os, "getuid") and found.st_uid != os.getuid():
-        return f"{path}: not yours (owner uid {found.st_uid})"
-    if found.st_mode & 0o022:
-        return f"{path}: others may write to it (mode {stat.S_IMODE(found.st_mode):o})"
-    if not os.access(path, os.W_OK | os.X_OK):
-        return f"{path}: not writable"
-    return None
+        where = exc.filename or root
+        problem = f"{where}: {exc.strerror or exc}"
+        return Check("state folder", False, f"{problem}: the hook allows every call")
+    if not os.access(root, os.W_OK | os.X_OK):
+        return Check("state folder", False, f"{root}: not writable: the hook allows every call")
+    return Check("state folder", True, root)
 
 
 def probe_event(agent: str, session: str) -> dict[str, object]:

@@ -9,15 +9,19 @@ of its calls: see :func:`_joins` for how a hook tells its batch, and docs/agents
 a loop gets depends on the mode, as in the integrations:
 
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
-  note after it; when the same loop goes on, the call is refused with the reason;
+  note after it; when the session goes on looping, in any way, within the window of the
+  note, the call is refused with the reason;
 - ``refuse``: refused at once; ``note``: only ever noted;
 - with ``--end-session``, a loop that goes on after its refusal ends the session, where
   the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
 
 The hook never breaks the agent: a bad payload, an unknown event, a settings error, a
 lock not had in time or any internal error allows the call, prints nothing on stdout,
-exits 0 and writes one line to the log (``hook.log`` in the state folder). A settings
-error is also shown to the user, once per session, in the CLI's channel for the user
+exits 0 and writes one line to the log (``hook.log`` in the state folder). A state
+folder that is not the user's own, that others may write to, or that holds a link or a
+FIFO where a file of loopfuse's should be, is not used: the call is allowed and the
+reason is written on stderr (see :mod:`loopfuse.cli.safe_files`). A settings error is
+also shown to the user, once per session, in the CLI's channel for the user
 (:func:`_settings_refused`): a guard switched off by a mistake is never silent.
 
 It imports only what it uses (the detector and this package's small modules), so that
@@ -62,12 +66,14 @@ from loopfuse.cli.options import (
     detector_settings,
     parse_mode,
 )
+from loopfuse.cli.safe_files import UnsafeFileError, open_regular, private_folder
 from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
     import argparse
 
     from loopfuse.detector import LoopDetected
+    from loopfuse.detector.errors import ErrorReading
 
 __all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
 
@@ -80,6 +86,11 @@ MAX_LOG_BYTES: Final = 1024 * 1024
 """The log is moved to ``hook.log.1`` past this size (one old log is kept)."""
 MAX_ARGUMENT_TEXT: Final = 4096
 """Argument strings longer than this are kept as their length and hash."""
+MAX_CALL_TEXT: Final = 16 * 1024
+"""The arguments of one call (and a structured answer) are kept in at most about this
+many characters of JSON, whatever their shape (:func:`_bounded`)."""
+SHORT_TEXT: Final = 256
+"""Past :data:`MAX_CALL_TEXT`, argument strings longer than this are kept as their hash."""
 MIN_EVENTS: Final = 16
 DETECTOR_WINDOW: Final = 48
 """The detector's default ``window`` (``loopfuse.detector.DEFAULT_WINDOW``), here so that an
@@ -275,7 +286,15 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
         raw = b""
     argv = sys.argv[2:] if argv is None else argv
     started = process_start(time.time() if started is None else started)
-    output, status = handle(raw, argv, os.environ, time.time, started=started)
+    output, status = handle(
+        raw,
+        argv,
+        os.environ,
+        time.time,
+        started=started,
+        boot_clock=boot_clock,
+        started_boot=_started_since_boot(),
+    )
     if output:
         try:
             sys.stdout.write(output + "\n")
@@ -316,17 +335,44 @@ def process_start(first_reading: float) -> float:
     Python's own start takes tens of milliseconds, more on a loaded machine: the
     kernel's start is when the CLI started the hook, which is what tells a parallel
     call's hook from the next turn's (:func:`_joins`)."""
+    since_boot = _started_since_boot()
+    if since_boot is None:
+        return first_reading
+    start = time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot[1])
+    if not 0 <= first_reading - start <= MAX_START_LAG:
+        return first_reading
+    return start
+
+
+_BOOT_ID: list[str] = []  # read once per process
+
+
+def boot_clock() -> tuple[str, float] | None:
+    """The monotonic clock the hooks of one machine share: the boot's id and the
+    seconds since it (Linux's ``CLOCK_BOOTTIME``, which a change of the wall clock does
+    not move and a suspend does); ``None`` where there is none."""
+    try:
+        if not _BOOT_ID:
+            with open("/proc/sys/kernel/random/boot_id", "rb") as file:
+                _BOOT_ID.append(file.read(64).decode("ascii").strip())
+        return _BOOT_ID[0], time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _started_since_boot() -> tuple[str, float] | None:
+    """When this process started on :func:`boot_clock` (the kernel's record, rounded up
+    to its tick), else ``None``."""
+    boot = boot_clock()
+    if boot is None:
+        return None
     try:
         with open("/proc/self/stat", "rb") as file:
             stat = file.read()
         ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22: starttime
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - (ticks + 1) / os.sysconf("SC_CLK_TCK")
-        start = time.time() - age
+        return boot[0], (ticks + 1) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
-        return first_reading
-    if not 0 <= first_reading - start <= MAX_START_LAG:
-        return first_reading
-    return start
+        return None
 
 
 def handle(
@@ -335,6 +381,9 @@ def handle(
     env: Mapping[str, str],
     clock: Callable[[], float],
     started: float | None = None,
+    *,
+    boot_clock: Callable[[], tuple[str, float] | None] | None = None,
+    started_boot: tuple[str, float] | None = None,
 ) -> tuple[str, int]:
     """The hook's stdout and exit status for the event ``raw``; never raises.
 
@@ -342,6 +391,9 @@ def handle(
     batches; ``started`` when the hook's process started (default: now). A before-hook
     that started before the open batch's latest hook was done was started by the CLI
     without waiting for it: it is a parallel call of the same batch (see :func:`_joins`).
+    ``boot_clock`` and ``started_boot`` are the same on the machine's monotonic clock
+    (:func:`boot_clock`), which tells "started before" whatever the wall clock does;
+    without them the wall clock does, within :data:`JOIN_SPAN`.
     """
     started = clock() if started is None else started
     root = state_root(None, env)  # where a problem is logged, until the settings say
@@ -369,10 +421,14 @@ def handle(
             import loopfuse.detector.detector  # noqa: F401
         with locked(path, settings.lock_timeout):
             state = load(path)
-            action, reason, logged, in_batch = _decide(event, state, settings, now, started)
+            begun = _Start(started, started_boot)
+            action, reason, logged, in_batch = _decide(event, state, settings, now, begun)
             if in_batch and state.batch is not None:
                 # Read after deciding: a hook started before this is a sibling call.
                 state.batch["done"] = clock()
+                boot = boot_clock() if boot_clock is not None else None
+                state.batch["boot"] = boot[0] if boot else None
+                state.batch["done_boot"] = boot[1] if boot else None
             save(path, state, now)
         if logged:
             _log(root, now, event, logged)
@@ -382,6 +438,11 @@ def handle(
         except OSError as exc:
             _log(root, now, event, f"cleanup failed: {exc}")
         return output
+    except UnsafeFileError as exc:  # not ours to use: say why where the user can see it
+        problem = f"{exc.filename}: {exc.strerror}; the call is allowed, unguarded"
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"loopfuse hook: {problem}\n")
+        _log_failure(root, clock, event, f"UnsafeFileError: {problem}")
     except ConfigError as exc:  # fails open, and the user is told (once per session)
         _log_failure(root, clock, event, f"ConfigError: {exc}; the call is allowed")
         off = env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no")
@@ -442,8 +503,15 @@ def _settings_refused(
     return render_user_message(event, SETTINGS_REFUSED.format(error=text))
 
 
+class _Start(NamedTuple):
+    """When a hook's process started: on the wall clock, and on :func:`boot_clock`."""
+
+    wall: float
+    boot: tuple[str, float] | None
+
+
 def _decide(
-    event: HookEvent, state: SessionState, settings: HookSettings, now: float, started: float
+    event: HookEvent, state: SessionState, settings: HookSettings, now: float, started: _Start
 ) -> tuple[Action, str, str, bool]:
     """Decide on ``event``, updating ``state``: the action, the reason for the model,
     a line for the log (empty: nothing worth logging), and whether the event belongs
@@ -490,12 +558,13 @@ def _after(
     return "allow", "", "", in_batch
 
 
-JOIN_SPAN: Final = 60.0
-"""Seconds at most between a parallel call's start and its batch's latest hook: past
-this, a clock that went back does not join a new call to an old batch."""
+JOIN_SPAN: Final = 20.0
+"""Seconds at most between a parallel call's start and its batch's latest hook (a
+sibling waits for the lock :data:`LOCK_TIMEOUT` at most, after its start): past this, a
+wall clock that went back does not join a new call to an old batch."""
 
 
-def _joins(state: SessionState, started: float, name: str, arguments: object) -> bool:
+def _joins(state: SessionState, started: _Start, name: str, arguments: object) -> bool:
     """Whether a before-hook ``started`` then, for the call ``name(arguments)``, is a
     call of the open batch.
 
@@ -504,7 +573,9 @@ def _joins(state: SessionState, started: float, name: str, arguments: object) ->
     has answered. So a hook that started before the batch's latest hook was done
     (``done``, read when it had decided) was started without waiting for it: it is one
     of the batch's calls, whichever order the hooks get the lock in. A hook started
-    after it could be the model's answer to it: a new batch.
+    after it could be the model's answer to it: a new batch. "Before" is read on the
+    machine's monotonic clock where both hooks had it (:func:`boot_clock`, same boot): a
+    wall clock stepped back does not make a new call look started before.
 
     Claude Code runs a turn's state-changing shell calls one after the other, but says
     when the batch is over (PostToolBatch): in a session that said so before, a batch
@@ -516,7 +587,16 @@ def _joins(state: SessionState, started: float, name: str, arguments: object) ->
         return False
     done = batch["done"]
     assert isinstance(done, int | float)
-    if started < done and done - started < JOIN_SPAN:
+    done_boot = batch.get("done_boot")
+    if started.boot is not None and isinstance(done_boot, int | float) and batch.get("boot"):
+        if batch["boot"] == started.boot[0]:
+            since = done_boot - started.boot[1]
+            before = 0 < since < JOIN_SPAN
+        else:  # another boot: the batch is of a past life
+            before = False
+    else:
+        before = started.wall < done and done - started.wall < JOIN_SPAN
+    if before:
         return True
     if batch.get("marked") is not True:
         return False
@@ -544,7 +624,7 @@ def _close_batch(state: SessionState, event: HookEvent) -> None:
 
 
 def _before(
-    event: HookEvent, state: SessionState, settings: HookSettings, now: float, started: float
+    event: HookEvent, state: SessionState, settings: HookSettings, now: float, started: _Start
 ) -> tuple[Action, str, str, bool]:
     """Decide on the call about to run: as its batch was decided when it is a parallel
     call of the open batch; else it opens a batch, decided with the session's detector."""
@@ -555,7 +635,7 @@ def _before(
     from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
     detector = LoopDetector(detector_settings(settings.detector))
-    batches = _replay(detector, state, _digest_answers(state))
+    batches = _replay(detector, state, _digest_answers(state, detector.settings.error_reading))
     predicted = _predicted(batches, event.tool_name, arguments)
     action: Action = "allow"
     message = logged = ""
@@ -620,7 +700,9 @@ def _on_loop(
     key = f"{found.kind}:{found.signature}"
     message = f"[loopfuse] {found.message}"
     action: Action
-    if settings.mode == "note" or (settings.mode == "warn" and key not in state.noted):
+    # warn: a session still looping, in any way (another kind or signature too), after a
+    # note within the window ignored it (issue 27), as the integrations' Guard decides.
+    if settings.mode == "note" or (settings.mode == "warn" and not state.noted):
         state.noted[key] = now
         return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
     refusal, count = _refusal_text(found, batches)
@@ -691,13 +773,18 @@ batch: Claude Code's end of batch may yet merge it with the next (see
 :func:`_close_batch`), whose digest must then cover both."""
 
 
-def _digest_answers(state: SessionState) -> dict[str, str]:
+def _digest_answers(state: SessionState, reading: ErrorReading | None = None) -> dict[str, str]:
     """Replace the answers an after-hook kept by their batch's results digest (the
     calls' tools and arguments are part of it), each answer event of the batch getting
     it; an answer whose call is gone is dropped. Run when a batch is opened: every
     batch before it is over. The newest of them keeps short answers as they came (see
-    :data:`KEEP_RAW_TEXT`): its digest is returned, by batch, instead of kept."""
+    :data:`KEEP_RAW_TEXT`): its digest is returned, by batch, instead of kept.
+    ``reading`` is the detector's (its harness's conventions: a wait's answer that says
+    the thing still runs, issue 27)."""
     from loopfuse.detector import ToolCall, results_digest
+    from loopfuse.detector.errors import READ_EVERY_ERROR
+
+    read = READ_EVERY_ERROR if reading is None else reading
 
     calls = {e[1]: e for e in state.events if e[0] == "call" and len(e) == 7}
     batches = _batches(state)
@@ -728,7 +815,7 @@ def _digest_answers(state: SessionState) -> dict[str, str]:
                 texts.append(kept.get("answer"))
                 errors.add(error)
             failed = True if True in errors else (False if errors == {False} else None)
-            digest = results_digest(tools, texts, error=failed)
+            digest = results_digest(tools, texts, error=failed, reading=read)
             short = all(len(json.dumps(text)) <= KEEP_RAW_TEXT for text in texts)
             if key == newest and short and digest is not None:
                 computed[key] = digest
@@ -832,19 +919,50 @@ def _forget(state: SessionState, now: float) -> None:
 
 
 def _bounded(value: object) -> object:
-    """``value`` with every string longer than :data:`MAX_ARGUMENT_TEXT` replaced by its
-    length and hash: the state stays small, and the same text stays the same."""
+    """``value`` as the state keeps it, in about :data:`MAX_CALL_TEXT` characters of JSON
+    at most, whatever its shape: every string longer than :data:`MAX_ARGUMENT_TEXT` as
+    its length and hash; if that is still too large, every string longer than
+    :data:`SHORT_TEXT`; then each value of a mapping that is a list or a mapping as its
+    hash; then the whole as its hash. The same value is always kept the same way, so a
+    call asked for again still compares equal; small arguments are kept as they came."""
+    kept = _hashed(value, MAX_ARGUMENT_TEXT)
+    if _size(kept) <= MAX_CALL_TEXT:
+        return kept
+    kept = _hashed(value, SHORT_TEXT)
+    if _size(kept) <= MAX_CALL_TEXT:
+        return kept
+    if isinstance(kept, dict):
+        kept = {k: _digest(v) if isinstance(v, dict | list) else v for k, v in kept.items()}
+        if _size(kept) <= MAX_CALL_TEXT:
+            return kept
+    return _digest(value)
+
+
+def _hashed(value: object, longest: int) -> object:
+    """``value`` with every string longer than ``longest`` replaced by its length and
+    hash: the same text stays the same."""
     if isinstance(value, str):
-        if len(value) <= MAX_ARGUMENT_TEXT:
+        if len(value) <= longest:
             return value
         data = value.encode("utf-8", "surrogatepass")
         digest = blake3(data).hexdigest(length=16)
         return f"<{len(value)} characters, blake3 {digest}>"
     if isinstance(value, dict):
-        return {str(k): _bounded(v) for k, v in value.items()}
+        return {str(k): _hashed(v, longest) for k, v in value.items()}
     if isinstance(value, list):
-        return [_bounded(v) for v in value]
+        return [_hashed(v, longest) for v in value]
     return value
+
+
+def _size(value: object) -> int:
+    return len(json.dumps(value))
+
+
+def _digest(value: object) -> str:
+    """A JSON value as one string: its kind, its size and the hash of its canonical JSON."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    digest = blake3(text.encode("ascii")).hexdigest(length=16)
+    return f"<{type(value).__name__} of {len(text)} characters, blake3 {digest}>"
 
 
 def _kept_answer(answer: object) -> object:
@@ -866,15 +984,22 @@ def _log(root: str, now: float, event: HookEvent | None, text: str) -> None:
     who = f"{event.agent} {event.session} {event.event_name}" if event else "-"
     line = f"{stamp} {who}: {text}".replace("\r", " ").replace("\n", " ")[:2000] + "\n"
     try:
-        os.makedirs(root, mode=0o700, exist_ok=True)
+        private_folder(root, link_ok=True)  # never a log in a folder that is not ours
         log = os.path.join(root, "hook.log")
+        fd = open_regular(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            if os.stat(log).st_size > MAX_LOG_BYTES:
-                os.replace(log, log + ".1")
-        except FileNotFoundError:
-            pass
-        with open(log, "a", encoding="utf-8", errors="replace") as file:
-            file.write(line)
+            info = os.fstat(fd)
+            if info.st_size > MAX_LOG_BYTES:
+                os.replace(log, log + ".1")  # renames the name: a link is moved, not followed
+                os.close(fd)
+                fd = -1
+                fd = open_regular(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            elif info.st_mode & 0o077:
+                os.fchmod(fd, 0o600)  # an older version's log was 0644
+            os.write(fd, line.encode("utf-8", "replace"))
+        finally:
+            if fd >= 0:
+                os.close(fd)
     except OSError:
         pass
 

@@ -11,10 +11,15 @@ session's recent tool calls and their answers, which each hook replays into a fr
   a bounded time (:class:`LockTimeout` past it), and replaced atomically.
 - Bounded: the events kept are capped; large argument strings are kept as a hash.
 - Private: the files hold command lines and their output, so folders are created
-  ``0700`` and files ``0600``.
-- A file that is corrupt, foreign or of another version is a fresh start.
+  ``0700`` and files ``0600``. The state folder and ``sessions/`` must be the user's own
+  and writable by no one else, and no file in them is opened through a link or blocks
+  on a FIFO (:mod:`loopfuse.cli.safe_files`): :class:`~loopfuse.cli.safe_files.UnsafeFileError`
+  otherwise, and the hook allows the call.
+- A file that is corrupt, foreign, of another version or whose content is not what
+  this version writes is a fresh start.
 - Sessions idle for :data:`MAX_IDLE` seconds are removed, at most once per
-  :data:`CLEANUP_EVERY` seconds and at most :data:`CLEANUP_BATCH` files per run.
+  :data:`CLEANUP_EVERY` seconds and at most :data:`CLEANUP_BATCH` files per run, each run
+  going on where the last one stopped, so that every idle session is removed in time.
 """
 
 from __future__ import annotations
@@ -23,13 +28,17 @@ import contextlib
 import errno
 import fcntl
 import json
+import math
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
 from blake3 import blake3
+
+from loopfuse.cli.safe_files import open_regular, private_folder, read_regular, replace_file
 
 __all__ = [
     "CLEANUP_BATCH",
@@ -42,6 +51,7 @@ __all__ = [
     "locked",
     "save",
     "session_path",
+    "state_folders",
     "state_root",
 ]
 
@@ -53,7 +63,7 @@ MAX_IDLE: Final = 7 * 24 * 3600.0
 CLEANUP_EVERY: Final = 3600.0
 """Seconds between two looks for idle sessions."""
 CLEANUP_BATCH: Final = 2000
-"""Session files looked at per cleanup, at most (the rest wait for the next one)."""
+"""Session files looked at per cleanup, at most: the next cleanup goes on from there."""
 MAX_STATE_BYTES: Final = 4 * 1024 * 1024
 """A state file larger than this is not read: a fresh start."""
 
@@ -127,6 +137,15 @@ def session_path(root: str, agent: str, session: str) -> str:
     return os.path.join(root, "sessions", f"{agent}-{name}.json")
 
 
+def state_folders(root: str) -> None:
+    """Make (``0700``) and check the state folder ``root`` and its ``sessions/`` folder:
+    each the user's own, writable by no one else, ``sessions/`` not a link (``root`` may
+    be a link the user made: its owner is checked). :class:`~loopfuse.cli.safe_files.
+    UnsafeFileError` says why one is refused."""
+    private_folder(root, link_ok=True)
+    private_folder(os.path.join(root, "sessions"))
+
+
 @contextlib.contextmanager
 def locked(
     path: str,
@@ -135,11 +154,10 @@ def locked(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[None]:
     """Hold the exclusive lock of ``path``'s session; :class:`LockTimeout` after
-    ``timeout`` seconds of trying."""
-    sessions = os.path.dirname(path)
-    os.makedirs(os.path.dirname(sessions), mode=0o700, exist_ok=True)  # the state folder
-    os.makedirs(sessions, mode=0o700, exist_ok=True)
-    fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    ``timeout`` seconds of trying. The state folders are checked first
+    (:func:`state_folders`)."""
+    state_folders(os.path.dirname(os.path.dirname(path)))
+    fd = open_regular(_lock_path(path), os.O_RDWR | os.O_CREAT)
     try:
         deadline = clock() + timeout
         while True:
@@ -163,11 +181,11 @@ def _lock_path(path: str) -> str:
 
 
 def load(path: str) -> SessionState:
-    """The state in ``path``; a missing, corrupt, foreign or other-version file (or one
-    too large to be ours) is a fresh start."""
+    """The state in ``path``; a missing, corrupt, foreign or other-version file, one too
+    large to be ours, one that is not a regular file (a link, a FIFO), or one whose
+    content is not what :func:`save` writes, is a fresh start."""
     try:
-        with open(path, "rb") as file:
-            raw = file.read(MAX_STATE_BYTES + 1)
+        raw = read_regular(path, MAX_STATE_BYTES)
     except OSError:
         return SessionState()
     if len(raw) > MAX_STATE_BYTES:
@@ -187,11 +205,12 @@ def load(path: str) -> SessionState:
     batch = data.get("batch")
     if not (
         isinstance(events, list)
-        and all(isinstance(e, list) and e and isinstance(e[0], str) for e in events)
+        and all(_event(e) for e in events)
         and _times(noted)
         and _times(refused)
         and isinstance(next_id, int)
         and not isinstance(next_id, bool)
+        and next_id >= 0
         and (batch is None or _open_batch(batch))
     ):
         return SessionState()
@@ -200,31 +219,65 @@ def load(path: str) -> SessionState:
     return SessionState(events, dict(noted), dict(refused), next_id, batch)
 
 
+def _event(value: object) -> bool:
+    """Whether ``value`` is an event as :class:`SessionState` keeps it: a call
+    ``["call", id, name, arguments, note, cli_id, batch]`` or an answer ``["answer", id,
+    kept]`` (``kept``: the answer and its failure, or a digest, or ``None``)."""
+    if not isinstance(value, list) or not value:
+        return False
+    if value[0] == "call" and len(value) == 7:
+        _, call_id, name, _arguments, note, cli_id, batch = value
+        return (
+            isinstance(call_id, str)
+            and isinstance(name, str)
+            and (note is None or note is False or isinstance(note, str))
+            and (cli_id is None or isinstance(cli_id, str))
+            and (isinstance(batch, str) or (isinstance(batch, int) and not isinstance(batch, bool)))
+        )
+    if value[0] == "answer" and len(value) == 3:
+        kept = value[2]
+        if isinstance(kept, dict):
+            error = kept.get("error")
+            if set(kept) != {"answer", "error"} or not (error is None or isinstance(error, bool)):
+                return False
+        elif not (kept is None or isinstance(kept, str)):
+            return False
+        return isinstance(value[1], str)
+    return False
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _open_batch(value: object) -> bool:
     """Whether ``value`` is an open batch as :class:`SessionState` keeps it."""
     if not isinstance(value, dict):
         return False
-    done = value.get("done")
     return (
         isinstance(value.get("id"), int)
-        and isinstance(done, int | float)
-        and not isinstance(done, bool)
+        and not isinstance(value.get("id"), bool)
+        and _number(value.get("done"))
+        and (value.get("done_boot") is None or _number(value.get("done_boot")))
+        and (value.get("boot") is None or isinstance(value.get("boot"), str))
         and value.get("action") in ("allow", "note", "deny", "end")
         and isinstance(value.get("message"), str)
         and isinstance(value.get("logged"), str)
+        and all(isinstance(value.get(flag, False), bool) for flag in ("closed", "marked"))
     )
 
 
 def _times(value: object) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
-    )
+    return isinstance(value, dict) and all(_number(v) for v in value.values())
 
 
 def save(path: str, state: SessionState, now: float | None = None) -> None:
     """Write ``state`` to ``path`` atomically (a reader sees the old file or the new);
     ``now`` (wall-clock seconds, default the real time) is its last use, which
-    :func:`cleanup` reads."""
+    :func:`cleanup` reads. The file is created new, ``0600``, and renamed over the old
+    one (:func:`~loopfuse.cli.safe_files.replace_file`): a link or a FIFO there is
+    replaced, never written through. A state larger than :func:`load` reads loses its
+    oldest events until it fits."""
     data = {
         "format": FORMAT,
         "version": VERSION,
@@ -234,58 +287,85 @@ def save(path: str, state: SessionState, now: float | None = None) -> None:
         "next_id": state.next_id,
         "batch": state.batch,
     }
+    raw = _encoded(data)
+    while len(raw) > MAX_STATE_BYTES and state.events:  # never a file load would not read
+        del state.events[: max(1, len(state.events) // 4)]  # the oldest go first
+        raw = _encoded(data)
+    replace_file(path, raw, 0o600, mtime=now)
+
+
+def _encoded(data: object) -> bytes:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    folder, name = os.path.split(path)
-    temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with open(fd, "w", encoding="utf-8", errors="surrogatepass") as file:
-            file.write(text)
-        if now is not None:
-            os.utime(temporary, (now, now))
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    return text.encode("utf-8", "surrogatepass")
 
 
 def cleanup(root: str, now: float, max_idle: float = MAX_IDLE) -> int:
     """Remove the sessions idle for ``max_idle`` seconds at ``now`` (wall-clock seconds),
     if the last look is :data:`CLEANUP_EVERY` old; returns how many were removed.
 
-    Bounded: at most :data:`CLEANUP_BATCH` files are looked at. A session whose lock is
-    held (a hook running now) is left alone.
+    Bounded: at most :data:`CLEANUP_BATCH` entries of ``sessions/`` are looked at, from
+    where the last look stopped (``last-cleanup`` keeps the place; past the end, the next
+    look starts over), so any number of idle sessions is removed in time. A session whose
+    lock is held (a hook running now) is left alone; so is what is not a regular file.
+    Temporary files a killed hook left behind are removed when idle as long.
     """
     marker = os.path.join(root, "last-cleanup")
     try:
-        if now - os.stat(marker).st_mtime < CLEANUP_EVERY:
+        if now - os.lstat(marker).st_mtime < CLEANUP_EVERY:
             return 0
     except FileNotFoundError:
         pass
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    with open(marker, "a"):
-        pass
-    os.utime(marker, (now, now))
-    removed = 0
-    sessions = os.path.join(root, "sessions")
+    state_folders(root)
+    fd = open_regular(marker, os.O_RDWR | os.O_CREAT)
+    try:
+        os.fchmod(fd, 0o600)  # an older version's marker was 0644
+        place = _place(os.read(fd, 32))
+        removed, place = _clean_from(os.path.join(root, "sessions"), place, now, max_idle)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(place).encode(), 0)
+        os.utime(fd, (now, now))
+    finally:
+        os.close(fd)
+    return removed
+
+
+def _place(raw: bytes) -> int:
+    """Where the last cleanup stopped, as ``last-cleanup`` keeps it (else the start)."""
+    text = raw.decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() and len(text) < 12 else 0
+
+
+def _clean_from(sessions: str, place: int, now: float, max_idle: float) -> tuple[int, int]:
+    """Look at up to :data:`CLEANUP_BATCH` entries of ``sessions`` after the first
+    ``place`` ones (the names before it are only read): the sessions removed, and where
+    the next look starts (the start again once the end is reached)."""
+    removed = looked = 0
     try:
         entries = os.scandir(sessions)
     except FileNotFoundError:
-        return 0
+        return 0, 0
     with entries:
         for seen, entry in enumerate(entries):
-            if seen >= CLEANUP_BATCH:
-                break
-            if not entry.name.endswith(".json"):
+            if seen < place:
+                continue
+            if looked >= CLEANUP_BATCH:
+                return removed, max(0, place + looked - removed)
+            looked += 1
+            name = entry.name
+            if not name.endswith((".json", ".tmp")):
                 continue
             try:
-                idle = now - entry.stat().st_mtime
+                info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            if idle >= max_idle and _remove_session(entry.path):
+            if not stat.S_ISREG(info.st_mode) or now - info.st_mtime < max_idle:
+                continue
+            if name.endswith(".tmp"):  # a killed hook's: never renamed into place
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+            elif _remove_session(entry.path):
                 removed += 1
-    return removed
+    return removed, 0
 
 
 def _remove_session(path: str) -> bool:

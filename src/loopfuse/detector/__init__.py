@@ -74,7 +74,7 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
         is_costly_batch,
         is_observation_batch,
     )
-    from loopfuse.detector.vocabulary import (
+    from loopfuse.harness.generic import (
         DEFAULT_COSTLY_TOOLS,
         DEFAULT_OBSERVATION_TOOLS,
     )
@@ -123,7 +123,7 @@ __all__ = [
 # that never checks a call) does not pay for the others: ``from loopfuse.detector import
 # X`` works as before.
 _LAZY: Final[dict[str, str]] = {
-    "DEFAULT_COSTLY_TOOLS": "loopfuse.detector.vocabulary",
+    "DEFAULT_COSTLY_TOOLS": "loopfuse.harness.generic",
     "DEFAULT_ERROR_STORM": "loopfuse.detector.settings",
     "DEFAULT_MAX_CYCLE_LAPS": "loopfuse.detector.settings",
     "DEFAULT_MAX_CYCLE_PERIOD": "loopfuse.detector.settings",
@@ -134,7 +134,7 @@ _LAZY: Final[dict[str, str]] = {
     "DEFAULT_MAX_STRIKES": "loopfuse.detector.settings",
     "DEFAULT_MAX_UNCHANGED_CHECKS": "loopfuse.detector.settings",
     "DEFAULT_MAX_UNREAD_EDIT_CHECKS": "loopfuse.detector.settings",
-    "DEFAULT_OBSERVATION_TOOLS": "loopfuse.detector.vocabulary",
+    "DEFAULT_OBSERVATION_TOOLS": "loopfuse.harness.generic",
     "DEFAULT_WINDOW": "loopfuse.detector.settings",
     "KINDS": "loopfuse.detector.signals",
     "OK": "loopfuse.detector.replay",

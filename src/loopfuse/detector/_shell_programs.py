@@ -1,6 +1,6 @@
 """The read-only programs and sub-commands, and the argument rules that keep them read-only.
 
-:data:`~loopfuse.detector.vocabulary.DEFAULT_READ_ONLY_COMMANDS` is the documented list
+:data:`~loopfuse.harness.generic.DEFAULT_READ_ONLY_COMMANDS` is the documented list
 (docs/shell.md). An entry is a program, or a program and the sub-command words that must
 begin its arguments (``git log``, ``gh run view``). The guards below apply whenever their
 program (or sub-command) is named by a configured entry: they encode options that make a

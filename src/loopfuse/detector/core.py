@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from loopfuse.detector.digests import digest_running
 from loopfuse.detector.records import (
     Answers,
     BatchRecord,
@@ -32,7 +33,16 @@ from loopfuse.detector.settings import DetectorSettings
 from loopfuse.detector.signals import ANSWER_SIGNALS, CYCLE, REPEAT
 from loopfuse.detector.signals.base import Trip
 
-__all__ = ["RunCore"]
+__all__ = ["RunCore", "rejected_edit"]
+
+
+def rejected_edit(entry: HistoryEntry, last: tuple[int, Answers] | None) -> bool:
+    """Whether ``entry``, a batch of editor edits only, repeats one whose last answers
+    were an error (the editor rejected it: nothing changed)."""
+    if entry.edits is None or last is None:
+        return False
+    facts = answer_facts(last[1])
+    return facts is not None and facts[0] and not facts[1]
 
 
 class RunCore:
@@ -61,6 +71,7 @@ class RunCore:
         self.last: tuple[int, Answers] | None = None
         self._refused: LoopDetected | None = None  # the previous batch, if a refused cycle
         self._tripped: Trip | None = None  # what the newest answers tripped
+        self.waits = 0  # waits in a row on something still running (max_waits)
         self.history.clear()
 
     # --- before a batch runs ------------------------------------------------------------
@@ -74,8 +85,23 @@ class RunCore:
         costly: bool,
         judge: bool = True,
         calls: tuple[object, ...] = (),
+        wait: bool = False,
     ) -> tuple[BatchRecord, LoopDetected | None]:
         """Count a batch; with ``judge``, also decide whether it is refused.
+
+        ``wait``: every call waits on something already running. A wait that follows a
+        wait whose answer said the thing still runs is progress: neither a repeat nor a
+        cycle, up to ``max_waits`` waits in a row (then it is refused).
+
+        An editor edit sent again after the editor rejected it (its answer an error: it
+        changed nothing, :func:`rejected_edit`) is judged as a read: the read-only
+        allowance, no ceiling. Re-sending a rejected edit a few times before reading the
+        file again is how agents recover from an editor's "multiple occurrences" or
+        "new_str must differ" (seen on OpenHands runs that then resolved); a state change
+        it is not. It can only make the detector later, never earlier, on any harness:
+        OpenHands, SWE-agent, Claude Code and Codex edits that kept failing alike are
+        still refused, at the 5th identical call instead of the 3rd (calibration, OpenHands
+        half and corpus: no run flagged changes, docs/detector.md).
 
         A replay counts earlier turns with ``judge=False``: their counting and history are
         what later turns depend on, their own verdicts are never read. ``calls`` are the
@@ -97,13 +123,30 @@ class RunCore:
         entry = HistoryEntry(key, names, observation and not costly, args, limit)
         if not observation:
             entry.edits = reader.edits(names, args)
+            if same_batch and rejected_edit(entry, self.last):
+                entry.eligible = True
+        previous = self.history[-1] if self.history else None
+        waiting = False
+        if wait and self.settings.max_waits is not None:
+            entry.wait = True
+            self.waits = self.waits + 1 if previous is not None and previous.wait else 1
+            waiting = previous is not None and previous.wait and previous.running
+        else:
+            self.waits = 0
         self.history.append(entry)
         record = BatchRecord(self.owner, self._run, entry, self.total, self.strikes, calls)
         record.observation = observation
         record.costly = costly
         tripped, self._tripped = self._tripped, None
         error = None
-        if judge:
+        max_waits = self.settings.max_waits
+        if judge and entry.wait and max_waits is not None and self.waits > max_waits:
+            bound = REPEAT.waited_too_long(self, entry, record)
+            record.mark_refused(bound.basis)
+            error = bound.error
+        elif judge and waiting:
+            pass  # the thing waited on still runs: progress, whatever the answers
+        elif judge:
             refusal = REPEAT.judge(self, entry, record)
             if refusal is None:
                 earlier = None if retry is None else retry.record
@@ -141,6 +184,14 @@ class RunCore:
         entry = record.entry
         entry.answers = answers
         entry.text = text
+        if entry.wait:
+            if isinstance(answers, str):  # a digest: it says so itself (made with a text)
+                entry.running = digest_running(answers) or self.settings.reader.still_running(
+                    entry.names, text
+                )
+            else:
+                said = text if text is not None or answers is None else answers.text()
+                entry.running = self.settings.reader.still_running(entry.names, said)
         entry.refused = False  # it ran after all: answer-based signals read it again
         if self._refused is not None and self._refused.record is record:
             self._refused = None  # it ran after all: its answers now speak for it
@@ -165,6 +216,9 @@ class RunCore:
             self.repeated = 0
         if not signals or not self.history or self.history[-1] is not entry:
             return outcome, None  # an older batch reported late: the newest one speaks
+        if entry.running:
+            self._tripped = None  # a wait on something still running: no answer is a loop
+            return outcome, None
         self._tripped = self._answer_signals()
         return outcome, self._tripped
 

@@ -164,10 +164,10 @@ class LoopDetector:
             signature = batch_signature(kept)
         names = tuple(call.name for call in kept)
         args = tuple(call.arguments for call in kept)
-        observation, costly = settings.reader.classify(names, args)
+        observation, costly, wait = settings.reader.kinds(names, args)
         with self._lock:
             record, error = self._core.admit(
-                signature, names, args, observation, costly, calls=tuple(calls)
+                signature, names, args, observation, costly, calls=tuple(calls), wait=wait
             )
         if error is not None:
             raise error
@@ -198,8 +198,10 @@ class LoopDetector:
             calls = [c for c in record.calls if isinstance(c, ToolCall)]
             reading = self.settings.error_reading
             digest = results_digest(calls, answers, error=error, reading=reading)
-            if digest is not None and digest_facts(digest)[0]:
-                text = answers_text(answers)  # only a failing check's text is ever read
+            if digest is not None and (digest_facts(digest)[0] or record.entry.wait):
+                # Only a failing check's text is ever read, and a wait's (does the thing
+                # waited on still run?).
+                text = answers_text(answers)
         elif digest is not None and not is_digest(digest):
             raise InvalidInputError(
                 f"digest must be made by results_digest(), got {digest!r}: "

@@ -6,8 +6,9 @@ forms — the raw answers, and the answers after
 normalised answers alone (so that two *different* batches that got the same answer can
 be told so); then two facts about them: whether an answer looks like an error, and
 whether every answer says nothing (see :mod:`loopfuse.detector.answers`). Its text is
-``"<raw>/<normalised>/<answers>/<facts>"``: 32, 32 and 16 hex digits, then ``-``, ``e``
-(an error), ``z`` (no content) or ``ez``.
+``"<raw>/<normalised>/<answers>/<facts>"``: 32, 32 and 16 hex digits, then ``-`` or
+``e`` (an error), ``z`` (no content), ``r`` (an answer says the thing a wait waits on
+still runs, :mod:`loopfuse.harness`), in that order.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from loopfuse.intent import canonical_json
 __all__ = [
     "answers_part",
     "digest_facts",
+    "digest_running",
     "is_digest",
     "results_digest",
     "same_digest",
@@ -35,7 +37,7 @@ __all__ = [
 _HEX: Final = 32  # 128-bit halves
 _ANSWERS_HEX: Final = 16
 _FACTS_AT: Final = 2 * _HEX + _ANSWERS_HEX + 3
-_DIGEST: Final = re.compile(r"[0-9a-f]{32}/[0-9a-f]{32}/[0-9a-f]{16}/(?:-|e|z|ez)")
+_DIGEST: Final = re.compile(r"[0-9a-f]{32}/[0-9a-f]{32}/[0-9a-f]{16}/(?:-|ez?r?|zr?|r)")
 
 
 def normal_text(text: str, frameworks: bool = True) -> bytes:
@@ -123,16 +125,23 @@ def results_digest(
     norm_only: list[bytes] = []
     failed = False
     empty = True
+    running = False
+    harness = reading.harness
     for call, answer in zip(call_list, resolved, strict=True):
         if not isinstance(call, ToolCall):
             raise InvalidInputError(f"expected ToolCall, got {type(call).__name__}")
         raw, norm, text = _answer_forms(answer, reading.frameworks)
-        failed = (
-            failed
-            or (reading.flags and flagged_error(answer if type(answer) is dict else text))
-            or (text is not None and looks_like_error(text, frameworks=reading.frameworks))
-        )
+        if not failed and error is None:
+            flag = True if flagged_error(answer if type(answer) is dict else text) else None
+            said: bool | None = flag if reading.flags else None
+            if said is None and text is not None:
+                said, plain = reading.read(call.name, text, None)
+                if said is None:
+                    said = looks_like_error(plain, frameworks=reading.frameworks)
+            failed = bool(said)
         empty = empty and text is not None and is_contentless(text)
+        if harness is not None and text is not None and not running:
+            running = harness.still_running(call.name, text)
         key = call.signature.encode("utf-8", "surrogatepass") + b"\x00"
         norm_hash = blake3(norm).digest(16)
         raw_pairs.append(key + blake3(raw).digest(16))
@@ -145,7 +154,7 @@ def results_digest(
     answers_hex = answers_name(norm_only)
     if error is not None:
         failed = error
-    facts = ("e" if failed else "") + ("z" if empty else "")
+    facts = ("e" if failed else "") + ("z" if empty else "") + ("r" if running else "")
     return f"{raw_hex}/{norm_hex}/{answers_hex}/{facts or '-'}"
 
 
@@ -166,6 +175,20 @@ def digest_facts(digest: str) -> tuple[bool, bool]:
     """
     facts = digest[_FACTS_AT:]
     return "e" in facts, "z" in facts
+
+
+def digest_running(digest: str) -> bool:
+    """Whether a :func:`results_digest` digest says an answer reports the thing a wait
+    waits on as still running.
+
+    >>> from loopfuse.detector import DetectorSettings
+    >>> reading = DetectorSettings().error_reading
+    >>> poll = ToolCall("write_stdin", {"session_id": 3, "chars": ""})
+    >>> digest_running(results_digest([poll], ["Process running with session ID 3"],
+    ...                               reading=reading))
+    True
+    """
+    return "r" in digest[_FACTS_AT:]
 
 
 def normalised_half(digest: str) -> str:

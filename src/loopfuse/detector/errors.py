@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+if TYPE_CHECKING:
+    from loopfuse.harness import CallReader
 
 __all__ = [
     "FRAMEWORK_HEAD",
@@ -55,6 +58,32 @@ class ErrorReading(NamedTuple):
     """The flags results carry: ``is_error`` (Anthropic, LangChain), MCP ``isError``."""
     frameworks: bool = True
     """The frameworks' answers to calls they could not run (:func:`framework_error`)."""
+    harness: CallReader | None = None
+    """The harnesses' own conventions (:mod:`loopfuse.harness`): what one answer of one
+    of their tools says of its failure, read before the text heuristics."""
+
+    def failed(self, name: str, text: str | None, flag: bool | None) -> bool | None:
+        """What the evidence stronger than the text heuristics says of one answer of tool
+        ``name``: its structured flag (``flag``: ``True`` failed, ``False`` succeeded),
+        then its harness's conventions; ``None`` when neither says."""
+        if self.flags and flag is not None:
+            return flag
+        if self.harness is not None and text is not None:
+            return self.harness.failed(name, text)
+        return None
+
+    def plain(self, name: str, text: str) -> str:
+        """``text`` as the text heuristics read it: without its harness's own frame."""
+        return text if self.harness is None else self.harness.unframed(name, text)
+
+    def read(self, name: str, text: str, flag: bool | None) -> tuple[bool | None, str]:
+        """:meth:`failed` and :meth:`plain` at once (what the detector asks of every
+        answer): what the stronger evidence says, and the text the heuristics read."""
+        if self.flags and flag is not None:
+            return flag, text
+        if self.harness is None:
+            return None, text
+        return self.harness.read(name, text)
 
 
 READ_EVERY_ERROR: Final = ErrorReading()

@@ -10,21 +10,21 @@ replay ask it about every batch.
 
 from __future__ import annotations
 
-from typing import Final
-
 from loopfuse.detector.editors import EDIT, READ, editor_call
 from loopfuse.detector.errors import ErrorReading
 from loopfuse.detector.shell import ShellClassifier
 from loopfuse.detector.tools import ToolClassifier, own_name
+from loopfuse.harness import CallReader, ToolKind, reader_for
+from loopfuse.harness.generic import (
+    DEFAULT_COSTLY_TOOLS,
+    DEFAULT_OBSERVATION_TOOLS,
+    DEFAULT_SHELL_TOOLS,
+)
 
-__all__ = ["BatchReader"]
+__all__ = ["BatchReader", "Kinds"]
 
-# Asked for on every scan: the four readings made once (a NamedTuple's __new__ is slow).
-_READINGS: Final = {
-    (flags, frameworks): ErrorReading(flags, frameworks)
-    for flags in (False, True)
-    for frameworks in (False, True)
-}
+Kinds = tuple[bool, bool, bool]
+"""``(every call only reads, some call is costly, every call waits)`` of one batch."""
 
 
 class BatchReader:
@@ -38,11 +38,25 @@ class BatchReader:
     ... )
     >>> reader.classify(("bash",), ({"command": "cat a.py"},))
     (True, False)
+    >>> reader.kinds(("write_stdin",), ({"session_id": 3, "chars": ""},))
+    (True, False, True)
     >>> reader.kept(("think", "bash")), reader.tool_limit(("mcp__ops__deploy",))
     ([1], 1)
     """
 
-    __slots__ = ("classifier", "editor_aware", "error_reading", "ignore_tools", "limits", "shell")
+    __slots__ = (
+        "_declared_kind",
+        "_user_names",
+        "classifier",
+        "editor_aware",
+        "error_reading",
+        "harness",
+        "ignore_tools",
+        "limits",
+        "shell",
+        "user",
+        "user_shell",
+    )
 
     def __init__(
         self,
@@ -56,15 +70,32 @@ class BatchReader:
         editor_aware: bool,
         error_flags: bool,
         framework_errors: bool,
+        harness: str = "auto",
     ) -> None:
         self.classifier = ToolClassifier(observation_tools, costly_tools)
         self.shell = ShellClassifier(shell_tools, read_only_commands)
         self.limits = dict(tool_limits)
         self.ignore_tools = ignore_tools
         self.editor_aware = editor_aware
-        self.error_reading: ErrorReading = _READINGS[error_flags, framework_errors]
+        self.harness: CallReader | None = reader_for(harness)
+        """What the harnesses declare about their tools (``None``: the generic vocabulary
+        only)."""
+        # A user's own names win over any harness's declaration for the tools they name.
+        extra_observation = _extra(observation_tools, DEFAULT_OBSERVATION_TOOLS)
+        extra_costly = _extra(costly_tools, DEFAULT_COSTLY_TOOLS)
+        self.user = (
+            ToolClassifier(extra_observation, extra_costly)
+            if extra_observation or extra_costly
+            else None
+        )
+        extra_shells = _extra(shell_tools, DEFAULT_SHELL_TOOLS)
+        self.user_shell = ShellClassifier(extra_shells, ()) if extra_shells else None
+        self._user_names = self.user is not None or self.user_shell is not None
+        self._declared_kind = None if self.harness is None else self.harness.kind
+        self.error_reading: ErrorReading = ErrorReading(error_flags, framework_errors, self.harness)
         """Which evidence of an error beyond the text heuristics is read: the flags results
-        carry (``error_flags``), the frameworks' answers (``framework_errors``)."""
+        carry (``error_flags``), the frameworks' answers (``framework_errors``), the
+        harnesses' own conventions."""
 
     def tool_limit(self, names: tuple[str, ...]) -> int | None:
         """The smallest ``tool_limits`` entry that applies to every call of a batch."""
@@ -82,9 +113,18 @@ class BatchReader:
         return min(found) if found else None
 
     def classify(self, names: tuple[str, ...], args: tuple[object, ...]) -> tuple[bool, bool]:
-        """``(every call only reads, some call is costly)`` for one batch.
+        """``(every call only reads, some call is costly)`` for one batch (see :meth:`kinds`)."""
+        observation, costly, _ = self.kinds(names, args)
+        return observation, costly
 
-        A shell call is read-only when its command line is (:mod:`loopfuse.detector.shell`);
+    def kinds(self, names: tuple[str, ...], args: tuple[object, ...]) -> Kinds:
+        """``(every call only reads, some call is costly, every call waits)`` for one batch.
+
+        A call of a tool a harness declared is what the harness says it is
+        (:mod:`loopfuse.harness`): a read, a wait on something running (also a read), a
+        shell (judged by its command line), an editor (by its arguments), costly, or a
+        change of state — unless the user's own settings name the tool. Any other call:
+        a shell call is read-only when its command line is (:mod:`loopfuse.detector.shell`);
         so is a call of a tool named after the program its ``command`` runs (transcripts
         that name each action after its first word: ``cat``, ``grep``, ``sed``); with
         ``editor_aware``, an editor call when it only reads (:mod:`loopfuse.detector.editors`:
@@ -93,7 +133,23 @@ class BatchReader:
         """
         observation = bool(names)
         costly = False
+        wait = bool(names)
+        declared = self._declared_kind
         for name, arguments in zip(names, args, strict=False):
+            kind = None if declared is None else declared(name, arguments)
+            if kind is not None and self._user_names and self._user_named(name):
+                kind = None  # the user's own names decide for this tool
+            if kind is not None:
+                if kind is ToolKind.READ or kind is ToolKind.COSTLY:
+                    wait = False
+                    costly = costly or kind is ToolKind.COSTLY
+                elif kind is not ToolKind.WAIT:
+                    wait = False
+                    declared_read, cost = self._declared(kind, name, arguments)
+                    observation = observation and declared_read
+                    costly = costly or cost
+                continue
+            wait = False
             read_only = self.shell.classify_call(name, arguments)
             if read_only is None and self.editor_aware:
                 editor = editor_call(name, arguments)
@@ -107,7 +163,37 @@ class BatchReader:
                 costly = costly or cost
             else:
                 observation = observation and read_only
-        return observation, costly
+        return observation, costly, wait
+
+    def _user_named(self, name: str) -> bool:
+        """Whether the user's own ``observation_tools``, ``costly_tools`` or ``shell_tools``
+        (beyond the defaults) name this tool: then they decide, not a harness."""
+        if self.user is not None and any(self.user.classify_names((name,))):
+            return True
+        return self.user_shell is not None and self.user_shell.is_shell_tool(name)
+
+    def _declared(self, kind: ToolKind, name: str, arguments: object) -> tuple[bool, bool]:
+        """``(only reads, costly)`` of a call a harness declared of ``kind``."""
+        if kind is ToolKind.READ or kind is ToolKind.WAIT:
+            return True, False
+        if kind is ToolKind.COSTLY:
+            return True, True
+        if kind is ToolKind.SHELL:
+            command = self.shell.command_of(arguments)
+            return command is not None and self.shell.is_read_only(command), False
+        if kind is ToolKind.EDITOR:
+            if not self.editor_aware:
+                return self.classifier.classify_names((name,))
+            editor = editor_call(name, arguments)
+            return editor is not None and editor.action == READ, False
+        return False, False
+
+    def still_running(self, names: tuple[str, ...], text: str | None) -> bool:
+        """Whether the answers of a wait batch say the thing waited on still runs."""
+        harness = self.harness
+        if harness is None or text is None:
+            return False
+        return any(harness.still_running(name, text) for name in names)
 
     def edits(self, names: tuple[str, ...], args: tuple[object, ...]) -> tuple[str, ...] | None:
         """The files a state-changing batch edits through editor tools, when that is all
@@ -150,3 +236,9 @@ class BatchReader:
         return bool(self.ignore_tools) and (
             name in self.ignore_tools or own_name(name) in self.ignore_tools
         )
+
+
+def _extra(patterns: tuple[str, ...], defaults: tuple[str, ...]) -> tuple[str, ...]:
+    """The patterns a user added to (or put in place of) the defaults."""
+    known = set(defaults)
+    return tuple(pattern for pattern in patterns if pattern not in known)

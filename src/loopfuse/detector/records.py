@@ -221,10 +221,23 @@ class HistoryEntry:
     ``edits`` names the files the batch edits when editor edits are all it does
     (:meth:`~loopfuse.detector.settings.DetectorSettings.edits`); ``text`` is its
     answers' text when known beside a digest (what a later check's edits are read
-    against).
+    against). ``wait`` marks a batch of waits on something already running
+    (:class:`~loopfuse.harness.ToolKind`), ``running`` one whose answers said it still runs.
     """
 
-    __slots__ = ("answers", "args", "edits", "eligible", "key", "limit", "names", "refused", "text")
+    __slots__ = (
+        "answers",
+        "args",
+        "edits",
+        "eligible",
+        "key",
+        "limit",
+        "names",
+        "refused",
+        "running",
+        "text",
+        "wait",
+    )
 
     def __init__(
         self,
@@ -243,6 +256,8 @@ class HistoryEntry:
         self.refused = False
         self.edits: tuple[str, ...] | None = None
         self.text: str | None = None
+        self.wait = False
+        self.running = False
 
     def facts(self) -> tuple[bool, bool] | None:
         """:func:`answer_facts` of this batch's answers."""

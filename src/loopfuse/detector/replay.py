@@ -180,10 +180,10 @@ class Replay:
         args = tuple(batch.args)
         kinds = batch.kinds
         if kinds is None:  # the identical batches of a run share one Batch: classified once
-            kinds = batch.kinds = reader.classify(batch.names, args)
-        observation, costly = kinds
+            kinds = batch.kinds = reader.kinds(batch.names, args)
+        observation, costly, wait = kinds
         record, error = self.core.admit(
-            batch, batch.names, args, observation, costly, judge=index >= self.judge_from
+            batch, batch.names, args, observation, costly, judge=index >= self.judge_from, wait=wait
         )
         self._open = _Open(index, full, batch, keep, record, error)
 

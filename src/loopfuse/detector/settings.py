@@ -13,13 +13,24 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
-from loopfuse.detector.vocabulary import (
+from loopfuse.fields import (
+    Choice,
+    Flag,
+    Integer,
+    Limits,
+    Names,
+    Pair,
+    SettingError,
+    check_fields,
+    setting,
+)
+from loopfuse.harness import HARNESS_SETTINGS
+from loopfuse.harness.generic import (
     DEFAULT_COSTLY_TOOLS,
     DEFAULT_OBSERVATION_TOOLS,
     DEFAULT_READ_ONLY_COMMANDS,
     DEFAULT_SHELL_TOOLS,
 )
-from loopfuse.fields import Flag, Integer, Limits, Names, Pair, SettingError, check_fields, setting
 
 if TYPE_CHECKING:
     from loopfuse.detector.errors import ErrorReading
@@ -36,6 +47,7 @@ __all__ = [
     "DEFAULT_MAX_STRIKES",
     "DEFAULT_MAX_UNCHANGED_CHECKS",
     "DEFAULT_MAX_UNREAD_EDIT_CHECKS",
+    "DEFAULT_MAX_WAITS",
     "DEFAULT_WINDOW",
     "DetectorSettings",
     "default_settings",
@@ -51,6 +63,10 @@ DEFAULT_MAX_UNCHANGED_CHECKS: Final = 4
 DEFAULT_MAX_UNREAD_EDIT_CHECKS: Final = 9
 DEFAULT_ERROR_STORM: Final = (10, 12)
 DEFAULT_MAX_STAGNATION_STEPS: Final = 5
+DEFAULT_MAX_WAITS: Final = 120
+"""Waits in a row on something that still runs (docs/detector.md, "Waits"): at Codex's
+usual 30 s poll, an hour of waiting; the longest healthy wait seen in the CLI sessions
+was 11 polls in a row (the issue's benchmark runs: up to 26 minutes)."""
 DEFAULT_WINDOW: Final = 48
 _MIN_WINDOW: Final = 8
 """The shortest ``window``: the signals need a few batches of history to see anything."""
@@ -125,6 +141,11 @@ class DetectorSettings:
     max_stagnation_steps: int | None = setting(
         DEFAULT_MAX_STAGNATION_STEPS, _COUNT_OR_OFF, "same prose answer allowed (none: off)"
     )
+    max_waits: int | None = setting(
+        DEFAULT_MAX_WAITS,
+        _POSITIVE_OR_OFF,
+        "waits in a row on something still running (none: waits judged as any call)",
+    )
     error_aware: bool = setting(True, _FLAG, "a repeated error is refused one repeat earlier")
     editor_aware: bool = setting(
         True, _FLAG, "editor tools judged by their arguments (view: a read)"
@@ -159,6 +180,11 @@ class DetectorSettings:
     read_only_commands: tuple[str, ...] = setting(
         DEFAULT_READ_ONLY_COMMANDS, _PATTERNS, "more read-only command patterns", extends=True
     )
+    harness: str = setting(
+        "auto",
+        Choice(HARNESS_SETTINGS),
+        "whose tools: auto (each by the harness declaring it), generic, or one harness",
+    )
     tool_limits: tuple[tuple[str, int], ...] = setting(
         (), Limits(), "NAME=N,...: per-tool caps on identical calls"
     )
@@ -191,6 +217,7 @@ class DetectorSettings:
             editor_aware=self.editor_aware,
             error_flags=self.error_flags,
             framework_errors=self.framework_errors,
+            harness=self.harness,
         )
         object.__setattr__(self, "reader", reader)
         object.__setattr__(self, "error_reading", reader.error_reading)  # read on every scan

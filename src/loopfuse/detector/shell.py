@@ -26,8 +26,8 @@ from typing import Final
 from loopfuse.detector._shell_rules import compile_commands, line_is_read_only
 from loopfuse.detector._textcache import TextCache
 from loopfuse.detector.tools import name_words
-from loopfuse.detector.vocabulary import DEFAULT_READ_ONLY_COMMANDS, DEFAULT_SHELL_TOOLS
 from loopfuse.errors import ConfigError
+from loopfuse.harness.generic import DEFAULT_READ_ONLY_COMMANDS, DEFAULT_SHELL_TOOLS
 from loopfuse.intent import json_loads
 
 __all__ = [

@@ -21,8 +21,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.detector._textcache import TextCache
-from loopfuse.detector.vocabulary import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 from loopfuse.errors import ConfigError
+from loopfuse.harness.generic import DEFAULT_COSTLY_TOOLS, DEFAULT_OBSERVATION_TOOLS
 
 if TYPE_CHECKING:
     from loopfuse.detector.signature import ToolCall

@@ -54,7 +54,8 @@ class Batch:
 
     def __init__(self, calls: list[Any]) -> None:
         self._signature: str | None = None
-        self.kinds: tuple[bool, bool] | None = None  # (read-only, costly), once classified
+        # (read-only, costly, a wait), once classified
+        self.kinds: tuple[bool, bool, bool] | None = None
         if len(calls) == 1 and type(calls[0]) is dict:  # the common case: call_name inline
             name = calls[0].get("name")
             self.names: tuple[str, ...] = (name if type(name) is str else "",)
@@ -145,15 +146,15 @@ def _flagged(content: list[Any]) -> bool:
 
 class BatchAnswers:
     """The tool results of one batch, each the canonical content of its tool message and
-    its ``is_error`` flag; ``reading`` says which evidence of an error beyond the text
-    heuristics counts (:class:`~loopfuse.detector.errors.ErrorReading`)."""
+    its ``is_error`` flag (``None``: not said); ``reading`` says which evidence of an
+    error beyond the text heuristics counts (:class:`~loopfuse.detector.errors.ErrorReading`)."""
 
     __slots__ = ("_facts", "_key", "_normal", "_plain", "batch", "items", "reading")
 
     def __init__(
         self,
         batch: Batch,
-        items: list[tuple[list[Any], bool]],
+        items: list[tuple[list[Any], bool | None]],
         reading: ErrorReading = READ_EVERY_ERROR,
     ) -> None:
         self.batch = batch
@@ -170,13 +171,22 @@ class BatchAnswers:
         if self._facts is None:
             error = False
             empty = True
-            flags, frameworks = self.reading
-            for content, is_error in self.items:
-                # The flags a result carries first; then what its text says.
-                flagged = flags and (is_error or _flagged(content))
+            reading = self.reading
+            names = self.batch.names
+            for k, (content, is_error) in enumerate(self.items):
+                # The flag a result carries first (True or False), an MCP result's own
+                # flag, then its harness's conventions; the text heuristics only when
+                # none of them says.
                 text = _text_of(content)
-                error = error or flagged or looks_like_error(text, frameworks=frameworks)
-                empty = empty and not flagged and is_contentless(text)
+                flag = is_error
+                if flag is None and reading.flags and _flagged(content):
+                    flag = True
+                name = names[k] if k < len(names) else ""
+                failed, plain = reading.read(name, text, flag)
+                if failed is None:
+                    failed = looks_like_error(plain, frameworks=reading.frameworks)
+                error = error or failed
+                empty = empty and not (reading.flags and flag is True) and is_contentless(text)
             self._facts = (error, empty)
         return self._facts
 
@@ -286,21 +296,26 @@ def answers_of(
             return None
         content = message.get("content")
         parts = content if type(content) is list else [content]
-        return BatchAnswers(batch, [(parts, bool(message.get("is_error")))], reading)
-    slots: list[tuple[list[Any], bool] | None] = [None] * n
+        flag = message.get("is_error")  # _flag(message), inline: the common case
+        return BatchAnswers(batch, [(parts, flag if type(flag) is bool else None)], reading)
+    slots: list[tuple[list[Any], bool | None] | None] = [None] * n
     for k in range(start, stop):
         message = messages[k]
         call = message.get("call")
         if type(call) is not int or not 0 <= call < n or slots[call] is not None:
             return None  # unlinkable, out of range, or linked twice: unknown answers
         content = message.get("content")
-        slots[call] = (
-            content if type(content) is list else [content],
-            bool(message.get("is_error")),
-        )
+        slots[call] = (content if type(content) is list else [content], _flag(message))
     if any(slot is None for slot in slots):
         return None
     return BatchAnswers(batch, slots, reading)  # type: ignore[arg-type]
+
+
+def _flag(message: dict[str, Any]) -> bool | None:
+    """A tool message's structured flag: ``True`` failed, ``False`` succeeded, ``None``
+    not said (:mod:`loopfuse.intent` carries the dialects' ``is_error``)."""
+    flag = message.get("is_error")
+    return flag if type(flag) is bool else None
 
 
 def prose_text(content: object) -> str:

@@ -1,118 +1,26 @@
-"""The names the detector knows out of the box: read-only and costly tool names, shell
-tools, and the command lines that only read.
+"""Deprecated home of the detector's default vocabulary: it moved to
+:mod:`loopfuse.harness.generic` (issue 27), the fallback for tools no harness declared.
 
-They are the defaults of :class:`~loopfuse.detector.DetectorSettings`'s
-``observation_tools``, ``costly_tools``, ``shell_tools`` and ``read_only_commands``, kept
-here, apart from the code that reads them (:mod:`loopfuse.detector.tools`,
-:mod:`loopfuse.detector.shell`), so that the settings' declaration costs nothing to read
-(``loopfuse hook`` reads it in every process that is given a detector setting).
+The names are still read here (with a :class:`DeprecationWarning`); ``loopfuse.detector``
+re-exports ``DEFAULT_OBSERVATION_TOOLS`` and ``DEFAULT_COSTLY_TOOLS`` as before.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from loopfuse._api import deprecated
 
-__all__ = [
+_MOVED = (
     "DEFAULT_COSTLY_TOOLS",
     "DEFAULT_OBSERVATION_TOOLS",
     "DEFAULT_READ_ONLY_COMMANDS",
     "DEFAULT_SHELL_TOOLS",
-]
+)
 
-DEFAULT_OBSERVATION_TOOLS: Final[tuple[str, ...]] = (
-    # verbs that read: the first word(s) of a tool's own name
-    "read", "get", "list", "ls", "cat", "head", "tail", "nl", "wc", "grep", "rg", "glob",
-    "find", "search", "view", "show", "describe", "inspect", "lookup", "look", "stat",
-    "status", "poll", "peek", "scroll", "goto", "count", "tree", "pwd", "which", "whoami",
-    "open_file", "explain", "think", "wait", "sleep",
-    # reading the web: read-only, but also costly (see DEFAULT_COSTLY_TOOLS)
-    "fetch", "web", "browse", "browser", "navigate", "click", "scrape", "crawl",
-    # nouns that end the name of a status or output tool
-    "job_status", "task_status", "terminal_output", "output", "logs", "snapshot",
-    "screenshot", "info", "details",
-)  # fmt: skip
-"""Patterns for read-only tools, which get ``max_observation_steps``.
 
-Chosen from the tool vocabularies of coding agents (Claude Code, OpenHands, SWE-agent,
-mini-swe-agent, gemini-cli, Cline, Roo Code), MCP servers and tau-bench, and checked on
-the corpus (docs/detector.md). ``open`` is deliberately absent (``open_pull_request``).
-"""
+def __getattr__(name: str) -> object:
+    if name in _MOVED:
+        deprecated(f"loopfuse.detector.vocabulary.{name}", f"use loopfuse.harness.generic.{name}")
+        from loopfuse.harness import generic
 
-DEFAULT_COSTLY_TOOLS: Final[tuple[str, ...]] = (
-    "fetch", "web", "http", "https", "url", "curl", "wget", "download", "browse", "browser",
-    "navigate", "click", "scrape", "crawl", "google", "bing", "tavily", "serp", "playwright",
-    "puppeteer",
-)  # fmt: skip
-"""Patterns for read-only tools whose answers always move (the web, a browser).
-
-They keep ``max_strikes`` and the ``max_observation_steps`` ceiling: a page that changes
-on every fetch must not carry a fetch loop forever.
-"""
-
-DEFAULT_SHELL_TOOLS: Final[tuple[str, ...]] = (
-    "bash",                 # Claude Code, SWE-agent 1.x, mini-swe-agent 2.x, OpenCode, computer use
-    "sh",
-    "shell",                # Codex CLI (argv list), Goose (developer__shell), OpenAI Agents SDK
-    "shell_command",        # Codex CLI
-    "exec_command",         # Codex CLI (unified exec, "cmd")
-    "local_shell",          # Codex CLI / OpenAI local shell
-    "exec",                 # Codex's older "container.exec"
-    "execute_bash",         # OpenHands (before 1.0), Amazon Q CLI, Kiro (executeBash)
-    "terminal",             # OpenHands SDK, Zed, LangChain's ShellTool ("commands")
-    "execute_command",      # Cline, Roo Code, desktop-commander MCP
-    "run_command",          # Windsurf ("CommandLine"), mcp-server-commands
-    "run_shell_command",    # gemini-cli, Qwen Code
-    "run_terminal_cmd",     # Cursor
-    "run_terminal_command",  # Continue
-    "run_in_terminal",      # VS Code Copilot agent
-    "shell_exec",           # Manus-style agents
-    "cmd",
-)  # fmt: skip
-"""Name patterns of shell tools, matched on the *whole* own name of a tool (after any
-``mcp__server__`` or ``functions.`` namespace, in any case or ``camelCase``): ``Bash`` and
-``mcp__x__bash`` are shells, ``BashOutput`` (Claude Code's reader of a background shell)
-and ``shell_view`` are not."""
-
-_CONTAINER_SUBS: Final = (
-    "ps", "logs", "inspect", "images", "stats", "version", "info", "top", "port", "history",
-    "container ls", "container list", "container ps", "container inspect", "container logs",
-    "container top", "container port", "container stats", "image ls", "image list",
-    "image inspect", "image history", "network ls", "network inspect", "volume ls",
-    "volume inspect",
-)  # fmt: skip
-_COMPOSE_SUBS: Final = ("ps", "logs", "config", "images", "ls", "top", "version")
-
-DEFAULT_READ_ONLY_COMMANDS: Final[tuple[str, ...]] = (
-    # reading files and text
-    "cat", "head", "tail", "less", "more", "ls", "tree", "find", "grep", "egrep", "fgrep",
-    "rg", "ag", "wc", "stat", "file", "du", "df", "nl", "cut", "tr", "sort", "uniq",
-    "column", "diff", "cmp", "comm", "jq", "sed", "awk", "gawk", "mawk", "tac", "rev", "od",
-    "hexdump", "strings", "paste", "join", "fold", "expand", "seq", "md5sum", "sha1sum",
-    "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "realpath",
-    "dirname", "basename", "readlink", "tee",
-    # the shell itself and the machine
-    "pwd", "cd", "pushd", "popd", "dirs", "echo", "printf", "true", "false", ":", "test",
-    "[", "[[", "sleep", "wait", "jobs", "which", "type", "whereis", "printenv", "set", "ps",
-    "pgrep", "top", "free", "uptime", "date", "whoami", "id", "uname", "hostname", "nproc",
-    "lscpu", "lsof", "ss", "netstat", "nvidia-smi", "squeue", "sinfo", "sacct",
-    # version control and CI
-    "git status", "git log", "git diff", "git show", "git branch", "git tag", "git remote",
-    "git rev-parse", "git ls-files", "git ls-tree", "git blame", "git shortlog",
-    "git describe", "git grep", "git cat-file", "git rev-list", "git merge-base",
-    "git name-rev", "git for-each-ref", "git show-ref", "git reflog", "git config",
-    "git stash list", "git stash show", "git worktree list", "git submodule status",
-    "git check-ignore", "git count-objects", "git version",
-    "gh run view", "gh run list", "gh run watch", "gh pr checks", "gh pr view", "gh pr list",
-    "gh pr diff", "gh pr status", "gh issue view", "gh issue list", "gh issue status",
-    "gh repo view", "gh release view", "gh release list", "gh workflow view",
-    "gh workflow list", "gh api", "gh status", "gh auth status",
-    # clusters, containers, packages
-    "kubectl get", "kubectl describe", "kubectl logs", "kubectl top", "kubectl explain",
-    "kubectl events", "kubectl version", "kubectl api-resources", "kubectl api-versions",
-    "kubectl config view", "kubectl config current-context", "kubectl config get-contexts",
-    "kubectl rollout status", "kubectl rollout history", "kubectl auth can-i", "kubectl wait",
-    *(f"{tool} {sub}" for tool in ("docker", "podman") for sub in _CONTAINER_SUBS),
-    *(f"{tool} {sub}" for tool in ("docker compose", "docker-compose") for sub in _COMPOSE_SUBS),
-    *(f"{pip} {sub}" for pip in ("pip", "pip3") for sub in ("list", "show", "freeze", "check")),
-)  # fmt: skip
-"""Programs and sub-commands that only read; see docs/shell.md for the argument rules."""
+        return getattr(generic, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

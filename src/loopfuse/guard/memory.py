@@ -201,9 +201,10 @@ def _digest(messages: list[Any]) -> bytes:
 
 
 class NoteMemory:
-    """The loops ``mode="warn"`` has noted, by (owner, kind, signature), each with the
-    conversations the note was written into: a later request of one of those
-    conversations that still loops the same way ignored its note.
+    """The conversations ``mode="warn"`` has noted a loop in, by owner: a later request of
+    one of those conversations that still loops, **in any way** (the same loop, or another
+    shape of it: the same failing check under a new signature), ignored its note
+    (issue 27; before, only the noted loop's own kind and signature escalated).
 
     >>> from loopfuse import Guard
     >>> prepared = Guard().prepare(b'{"messages": [{"role": "user", "content": "hi"}]}')
@@ -211,19 +212,22 @@ class NoteMemory:
     >>> loop = Loop("repeat", "detector", "ls:1f", 3)
     >>> notes.ignored(prepared, loop, now=0.0), notes.ignored(prepared, loop, now=1.0)
     (False, True)
+    >>> notes.ignored(prepared, Loop("error_streak", "detector", "answer:9c", 4), now=2.0)
+    True
     """
 
     __slots__ = ("_records",)
 
     def __init__(self, capacity: int, ttl: float) -> None:
-        self._records: TimedRecords[tuple[str, str, str], tuple[_Thread, ...]] = TimedRecords(
+        self._records: TimedRecords[tuple[str, ...], tuple[_Thread, ...]] = TimedRecords(
             capacity, ttl
         )
 
     def ignored(self, prepared: PreparedRequest, loop: Loop, now: float) -> bool:
-        """Whether ``prepared`` goes on in a conversation that was noted about ``loop``;
-        if not, its conversation is remembered as noted (the caller notes it)."""
-        key = (prepared.owner(), loop.kind, loop.signature)
+        """Whether ``prepared`` goes on, looping (``loop``, whatever it is), in a
+        conversation that was noted about a loop within the window; if not, its
+        conversation is remembered as noted (the caller notes it)."""
+        key = (prepared.owner(),)
         noted = self._records.get(key, now) or ()
         if any(thread.continued_by(prepared) for thread in noted):
             return True

@@ -38,7 +38,8 @@ The canonical intent is a plain dict::
             | {"role": "assistant", "content": [part, ...],
                "tool_calls": [{"name": ..., "arguments": <parsed JSON>}, ...]}  # if any
             | {"role": "tool", "call": <index of the call answered> | None,
-               "content": [part, ...], "name": ...?, "is_error": True?}  # flagged failed
+               "content": [part, ...], "name": ...?,
+               "is_error": bool?}  # flagged: failed (True) or succeeded (False)
             | {"role": "unknown", "value": <junk where a message should be>}
     tool    = {"name": ..., "description": ...?, "parameters": ...?, "strict": ...?}
             | {built-in tool}

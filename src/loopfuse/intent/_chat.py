@@ -252,8 +252,9 @@ def _user(
                 "call": linker.link(block.get("tool_use_id")),
                 "content": content_parts(block.get("content")),
             }
-            if block.get("is_error") is True:
-                result["is_error"] = True
+            flag = block.get("is_error")
+            if type(flag) is bool:  # said either way: a structured failure, or success
+                result["is_error"] = flag
             messages.append(result)
         else:
             if walk is not None and kind in ("thinking", "redacted_thinking"):

@@ -128,13 +128,18 @@ def _user_turn(raw_parts: object, linker: CallLinker, messages: list[dict[str, A
         if isinstance(response, dict):
             answered = True
             name = response.get("name")
+            answer = response.get("response")
             result: dict[str, Any] = {
                 "role": "tool",
                 "call": linker.link(response.get("id"), name),
-                "content": [{"type": "json", "value": response.get("response")}],
+                "content": [{"type": "json", "value": answer}],
             }
             if isinstance(name, str):
                 result["name"] = name
+            if type(answer) is dict and "error" in answer and "output" not in answer:
+                # The Gemini API's own convention: a failed call answers {"error": ...}
+                # (Gemini CLI's refused calls say no error word at all).
+                result["is_error"] = True
             messages.append(result)
         else:
             others.append(part)

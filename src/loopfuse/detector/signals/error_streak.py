@@ -3,7 +3,11 @@
 Stuck agents rarely repeat byte for byte: they run six variants of a command that all
 fail the same way (docs/detector.md, "Loops in the wild"). This signal counts the run of
 batches, newest first, whose answers are the same error (normalised), and trips past
-``max_error_streak`` of them.
+``max_error_streak`` of them. A streak that is one editor edit rejected again and again
+(the very same call) is left to ``repeat``, which judges a rejected edit as a read: an
+agent re-sending an edit the editor refused ("multiple occurrences of old_str") a few
+times is an editor's normal recovery (OpenHands, SWE-agent and Claude Code editors alike:
+it only makes the detector later on them; a shell command failing alike is unchanged).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class ErrorStreak(AnswerSignal):
             return None
         count = 1
         names = list(newest.names)
+        one_edit = newest.edits is not None  # every entry so far: this very editor edit
         for entry in ran(history):
             facts = says_something(entry)
             if facts is None or not facts[0]:
@@ -61,7 +66,10 @@ class ErrorStreak(AnswerSignal):
                 break
             count += 1
             names.extend(entry.names)
-        if count <= limit:
+            one_edit = one_edit and entry.key == newest.key
+        if count <= limit or one_edit:
+            # One editor edit rejected again and again is the repeat signal's (it judges
+            # a rejected edit as a read, see RunCore.admit), not a streak of varied calls.
             return None
         return Trip(self, count, newest, tuple(dict.fromkeys(names)))
 

@@ -65,6 +65,18 @@ class Repeat(Signal):
         loop = self.loop(record.signature, count, entry.names, message)
         return Refusal("ceiling" if ceiling_hit else "strikes", LoopDetected.of(loop))
 
+    def waited_too_long(self, run: Run, entry: HistoryEntry, record: BatchRecord) -> Refusal:
+        """The refusal of a wait past ``max_waits`` waits in a row (each on something that
+        still ran): the wait has a bound, however healthy each poll looked."""
+        waits = getattr(run, "waits", run.total)
+        message = (
+            f"Loop detected: you have waited {waits} times in a row ({names_text(entry.names)}) "
+            "on something that is still running. Stop waiting on it: check whether it is "
+            "stuck, stop it, or stop and say what is blocking you."
+        )
+        loop = self.loop(record.signature, waits, entry.names, message)
+        return Refusal("ceiling", LoopDetected.of(loop))
+
     def message(self, names: tuple[str, ...], count: int, *, same: bool, moved: bool) -> str:
         """The model-facing message for a refused repeat.
 

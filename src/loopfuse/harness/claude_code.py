@@ -1,0 +1,77 @@
+"""Claude Code (Anthropic's terminal coding agent): its tools, and how its answers fail.
+
+Facts observed with Claude Code 2.1 (``../shared/agent-clis``) and in real transcripts:
+
+- ``Bash`` runs a command line; ``BashOutput`` (``TaskOutput`` in later versions) reads
+  the output of a shell started with ``run_in_background``: a **wait**, whose answer says
+  ``<status>running</status>`` while the shell runs; ``KillShell`` / ``KillBash`` stop it.
+- ``Read``, ``Grep``, ``Glob``, ``LS``, ``NotebookRead`` only read; ``Edit``,
+  ``MultiEdit``, ``Write``, ``NotebookEdit`` are its editors; ``WebFetch`` and
+  ``WebSearch`` read the web (costly).
+- A failed call's ``tool_result`` carries ``is_error: true`` (a non-zero exit of ``Bash``
+  too: its text then starts ``Exit code N``); many versions write ``is_error: false`` on
+  success, older ones leave it out. Its hooks: ``PostToolUseFailure`` is the failure.
+  The flag decides when present; the text heuristics only when it is absent.
+
+>>> HARNESS.kind("BashOutput", {"bash_id": "b1"}), HARNESS.kind("Bash", {"command": "ls"})
+(<ToolKind.WAIT: 'wait'>, <ToolKind.SHELL: 'shell'>)
+>>> HARNESS.still_running("BashOutput", "<status>running</status>\\n<stdout>..")
+True
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from loopfuse.harness.base import Harness, Tool, ToolKind
+
+__all__ = ["HARNESS", "exit_code"]
+
+_EXIT: Final = re.compile(r"\AExit code (\d+)\b")
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status a failed ``Bash`` call's hook answer starts with
+    (``PostToolUseFailure``: ``Exit code 1``), or ``None``.
+
+    >>> exit_code("Exit code 2\\nmake: *** [all] Error 2"), exit_code("boom") is None
+    (2, True)
+    """
+    found = _EXIT.match(text)
+    return int(found.group(1)) if found else None
+
+
+_READ, _WAIT, _SHELL, _EDITOR, _COSTLY, _OTHER = (
+    ToolKind.READ, ToolKind.WAIT, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.COSTLY,
+    ToolKind.OTHER,
+)  # fmt: skip
+
+HARNESS: Final = Harness(
+    "claude_code",
+    "Claude Code",
+    tools=(
+        Tool("Bash", _SHELL, prose=("description",)),
+        Tool("BashOutput", _WAIT),
+        Tool("TaskOutput", _WAIT),
+        Tool("KillShell", _OTHER),
+        Tool("KillBash", _OTHER),
+        Tool("Read", _READ),
+        Tool("Grep", _READ),
+        Tool("Glob", _READ),
+        Tool("LS", _READ),
+        Tool("NotebookRead", _READ),
+        Tool("Edit", _EDITOR),
+        Tool("MultiEdit", _EDITOR),
+        Tool("Write", _EDITOR),
+        Tool("NotebookEdit", _EDITOR),
+        Tool("WebFetch", _COSTLY),
+        Tool("WebSearch", _COSTLY),
+        Tool("TodoWrite", _OTHER),
+        Tool("Task", _OTHER),
+        Tool("ExitPlanMode", _OTHER),
+    ),
+    running=("<status>running</status>",),
+    failure_fields=("is_error",),
+)
+"""Claude Code's tools and conventions."""

@@ -1,0 +1,101 @@
+"""Codex CLI (OpenAI's terminal coding agent): its tools, and how its answers fail.
+
+Facts observed with Codex 0.169 (``../shared/agent-clis``) and in real rollouts:
+
+- ``exec_command {cmd}`` runs a command line (``shell``, ``shell_command``,
+  ``local_shell`` in older versions). A command still running after its
+  ``yield_time_ms`` answers ``Process running with session ID N``; the model then polls it
+  with ``write_stdin {session_id, chars}``: with empty ``chars`` that is a **wait** (it
+  types nothing and reads what the process printed since), with text it types into the
+  process (state-changing). A poll answered ``Process running …`` is progress however
+  quiet the process is; ``Process exited with code N`` ends the wait.
+- ``apply_patch`` edits files; ``read_file``, ``list_dir``, ``grep_files``,
+  ``view_image`` read; ``web_search`` reads the web; ``update_plan`` keeps its plan.
+- Results carry no error flag: a command's answer starts with ``Process exited with code
+  N`` (``Exit code: N`` in older versions, or JSON ``metadata.exit_code``): a non-zero
+  one is a failure whatever the output says; exit 0 is left to the other evidence (a
+  reproduction script exits 0 and prints the bug). Its hooks see ``tool_response`` as
+  one string.
+
+>>> HARNESS.kind("write_stdin", {"session_id": 7, "chars": ""})
+<ToolKind.WAIT: 'wait'>
+>>> HARNESS.kind("write_stdin", {"session_id": 7, "chars": "q"})
+<ToolKind.OTHER: 'other'>
+>>> HARNESS.failed("exec_command", "Process exited with code 0\\nOutput:\\nok\\n") is None
+True
+>>> HARNESS.failed("exec_command", "Exit code: 2\\nWall time: 1 seconds\\nOutput:\\n")
+True
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from loopfuse.harness.base import Harness, Tool, ToolKind
+
+__all__ = ["HARNESS", "exit_code"]
+
+_READ, _WAIT, _SHELL, _EDITOR, _COSTLY, _OTHER = (
+    ToolKind.READ, ToolKind.WAIT, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.COSTLY,
+    ToolKind.OTHER,
+)  # fmt: skip
+
+# The header Codex writes before a command's output: an exit line within its first lines.
+_EXIT: Final = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d{1,4})\s*$", re.M)
+_OUTPUT: Final = re.compile(r"^Output:", re.M)
+_HEADER: Final = 512  # characters of an answer read for its header
+_JSON_EXIT: Final = re.compile(r'"exit_code"\s*:\s*(-?\d{1,4})\b')
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status Codex wrote in a command's answer, or ``None``.
+
+    >>> exit_code("Chunk ID: a1\\nWall time: 0.1 seconds\\nProcess exited with code 1\\n")
+    1
+    >>> exit_code('{"output": "ok", "metadata": {"exit_code": 0, "duration_seconds": 1}}')
+    0
+    >>> exit_code("Process running with session ID 4\\nOutput:\\n") is None
+    True
+    """
+    head = text[:_HEADER]
+    if "xit" not in head and '"exit_code"' not in head:
+        return None  # no exit line: most answers, settled by two substring searches
+    output = _OUTPUT.search(head)  # the command's own words start there
+    found = _EXIT.search(head, 0, output.start() if output is not None else len(head))
+    if found is None and head.startswith("{"):
+        found = _JSON_EXIT.search(head)
+    return int(found.group(1)) if found is not None else None
+
+
+def _answer_failed(text: str) -> bool | None:
+    # A command that exited 0 may still print its failure (a reproduction script): only
+    # a non-zero exit is the convention's word; the rest is left to the other evidence.
+    code = exit_code(text)
+    return True if code is not None and code != 0 else None
+
+
+HARNESS: Final = Harness(
+    "codex",
+    "Codex CLI",
+    tools=(
+        Tool("exec_command", _SHELL, prose=("description",)),
+        # Its hooks name the shell call "Bash" (tool_input {command}).
+        Tool("Bash", _SHELL, prose=("description",)),
+        Tool("shell", _SHELL, prose=("description",)),
+        Tool("shell_command", _SHELL),
+        Tool("local_shell", _SHELL),
+        Tool("write_stdin", _OTHER, argument="chars", when_empty=_WAIT),
+        Tool("apply_patch", _EDITOR),
+        Tool("read_file", _READ),
+        Tool("list_dir", _READ),
+        Tool("grep_files", _READ),
+        Tool("view_image", _READ),
+        Tool("web_search", _COSTLY),
+        Tool("update_plan", _OTHER),
+    ),
+    running=("Process running with session ID",),
+    answer_failed=_answer_failed,
+    failure_fields=("metadata.exit_code",),
+)
+"""Codex CLI's tools and conventions."""

@@ -18,7 +18,7 @@ import pytest
 from loopfuse.cli.entry import main as entry
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-COMMANDS = ["scan", "demo", "init", "hook"]
+COMMANDS = ["scan", "demo", "init", "hook", "doctor"]
 
 
 def _listed_by_help(text: str) -> list[str]:

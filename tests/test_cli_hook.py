@@ -364,7 +364,9 @@ def test_bad_input_allows_the_call_and_logs_one_line(hook: Hook, raw: bytes) -> 
     [["--mode", "loud"], ["--max-strikes", "-1"], ["--config", "/no/such/file.toml"]],
 )
 def test_bad_settings_allow_the_call_and_say_why_in_the_log(hook: Hook, flags: list[str]) -> None:
-    assert hook(claude_pre("ls", "t1"), *flags) == ("", 0)
+    # The call is allowed; the user is shown why (issue 29 §2: the answer now carries a
+    # systemMessage, tests/test_cli_hook_settings_message.py), the model nothing.
+    assert set(hook.answer(claude_pre("ls", "t1"), *flags)) == {"systemMessage"}
     assert "ConfigError" in hook.log()
 
 

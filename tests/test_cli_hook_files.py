@@ -166,7 +166,12 @@ def _fifo_run(tmp_path: Path, where: str) -> subprocess.CompletedProcess[bytes]:
 def test_a_fifo_anywhere_the_hook_opens_a_file_does_not_hang_it(tmp_path: Path, where: str) -> None:
     done = _fifo_run(tmp_path, where)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.decode().strip() == "('', 0)"
+    said = done.stdout.decode().strip()
+    if where == "config":  # settings refused: the call allowed, the user told (#29 §2)
+        assert said.startswith("""('{"systemMessage": "[loopfuse] The loop guard is OFF""")
+        assert "loopfuse.toml: not a regular file" in said
+    else:
+        assert said == "('', 0)"
     if where == "session":  # a fresh start, saved as a regular file in its place
         (session,) = (tmp_path / "state" / "sessions").glob("*.json")
         assert stat.S_ISREG(session.lstat().st_mode)

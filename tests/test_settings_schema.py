@@ -277,8 +277,12 @@ def test_the_hook_says_a_bad_file_in_its_log_and_allows_the_call(tmp_path: Path)
     state = tmp_path / "state"
     argv = ["--state-dir", str(state), "--config", str(path)]
     raw = json.dumps(claude_pre("ls", "t1")).encode()
-    for _ in range(2):
-        assert handle(raw, argv, {}, lambda: 0.0) == ("", 0)
+    # The call is allowed; the first event of the session also shows the user why
+    # (issue 29 §2: a systemMessage, tests/test_cli_hook_settings_message.py).
+    told, status = handle(raw, argv, {}, lambda: 0.0)
+    assert status == 0
+    assert "unknown key 'max_strike'" in json.loads(told)["systemMessage"]
+    assert handle(raw, argv, {}, lambda: 0.0) == ("", 0)
     log = (state / "hook.log").read_text()
     assert log.count("unknown key 'max_strike' (did you mean max_strikes?)") == 2
     assert os.stat(state).st_mode & 0o077 == 0

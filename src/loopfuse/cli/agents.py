@@ -43,6 +43,7 @@ __all__ = [
     "can_end_session",
     "parse_event",
     "render",
+    "render_user_message",
 ]
 
 Agent = Literal["claude-code", "codex", "gemini"]
@@ -265,3 +266,25 @@ def render(event: HookEvent, action: Action, reason: str = "") -> tuple[str, int
     if action == "end" and can_end_session(event.agent):
         answer = {**answer, "continue": False, "stopReason": reason}
     return json.dumps(answer), 0
+
+
+def render_user_message(event: HookEvent, text: str) -> tuple[str, int]:
+    """The hook's stdout and exit status that allow ``event``'s call (if any) and show
+    ``text`` to the *user*, not the model: ``systemMessage``, a field every event's
+    answer may carry in the three CLIs.
+
+    Where each shows it (Claude Code 2.1.328, Codex 0.169.0, Gemini CLI 0.61.0):
+
+    - Claude Code: in the session, as a hook message (the transcript keeps it as a
+      ``hook_system_message`` attachment); the model does not get it;
+    - Gemini CLI: in the terminal (headless, on stderr: ``Hook system message: ...``);
+    - Codex: as a ``warning:`` entry of the hook's run, which its terminal UI lists;
+      ``codex exec`` prints only the hook's status, not its entries.
+
+    >>> e = parse_event({"hook_event_name": "BeforeTool", "session_id": "s",
+    ...     "tool_name": "run_shell_command", "tool_input": {"command": "ls"}})
+    >>> render_user_message(e, "settings refused")
+    ('{"systemMessage": "settings refused"}', 0)
+    """
+    del event  # the same field in every CLI and event: allowed, with a message
+    return json.dumps({"systemMessage": text}), 0

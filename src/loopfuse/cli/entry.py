@@ -1,7 +1,7 @@
-"""The ``loopfuse`` console script: ``hook`` and ``init`` without the rest.
+"""The ``loopfuse`` console script: ``hook``, ``init`` and ``doctor`` without the rest.
 
 ``loopfuse hook`` runs before and after every tool call of a coding agent, so it must
-start fast: this entry point hands ``hook`` and ``init`` to their own modules before
+start fast: this entry point hands ``hook``, ``init`` and ``doctor`` to their own modules before
 anything of ``loopfuse scan`` is imported; every other command goes to
 :func:`loopfuse.cli.main.main`. Imports go one way: this module imports
 :mod:`loopfuse.cli.main` (which hands ``hook`` and ``init`` to their modules itself when
@@ -34,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from loopfuse.cli import init
 
         return init.main(args[1:])
+    if args[:1] == ["doctor"]:
+        from loopfuse.cli import doctor
+
+        return doctor.main(args[1:])
     from loopfuse.cli.main import main as full
 
     status: int = full(args)

@@ -20,7 +20,9 @@ lock not had in time or any internal error allows the call, prints nothing on st
 exits 0 and writes one line to the log (``hook.log`` in the state folder). A state
 folder that is not the user's own, that others may write to, or that holds a link or a
 FIFO where a file of loopfuse's should be, is not used: the call is allowed and the
-reason is written on stderr (see :mod:`loopfuse.cli.safe_files`).
+reason is written on stderr (see :mod:`loopfuse.cli.safe_files`). A settings error is
+also shown to the user, once per session, in the CLI's channel for the user
+(:func:`_settings_refused`): a guard switched off by a mistake is never silent.
 
 It imports only what it uses (the detector and this package's small modules), so that
 a hook process costs little more than Python's own start.
@@ -38,7 +40,15 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from blake3 import blake3
 
-from loopfuse.cli.agents import AGENTS, Action, HookEvent, HookPayloadError, parse_event, render
+from loopfuse.cli.agents import (
+    AGENTS,
+    Action,
+    HookEvent,
+    HookPayloadError,
+    parse_event,
+    render,
+    render_user_message,
+)
 from loopfuse.cli.hook_state import (
     LockTimeout,
     SessionState,
@@ -433,12 +443,64 @@ def handle(
         with contextlib.suppress(Exception):
             sys.stderr.write(f"loopfuse hook: {problem}\n")
         _log_failure(root, clock, event, f"UnsafeFileError: {problem}")
-    except (ConfigError, HookPayloadError, LockTimeout) as exc:
+    except ConfigError as exc:  # fails open, and the user is told (once per session)
+        _log_failure(root, clock, event, f"ConfigError: {exc}; the call is allowed")
+        off = env.get("LOOPFUSE_HOOK", "").strip().lower() in ("off", "0", "false", "no")
+        with contextlib.suppress(Exception):
+            if not off:
+                return _settings_refused(raw, argv, env, root, clock, str(exc))
+    except (HookPayloadError, LockTimeout) as exc:
         _log_failure(root, clock, event, f"{type(exc).__name__}: {exc}; the call is allowed")
     except Exception as exc:  # never break the agent: the call goes on unguarded
         problem = f"internal error {type(exc).__name__}: {exc}; the call is allowed"
         _log_failure(root, clock, event, problem)
     return "", 0
+
+
+MAX_USER_MESSAGE: Final = 1000
+"""Characters at most of the settings error shown to the user."""
+SETTINGS_REFUSED: Final = (
+    "[loopfuse] The loop guard is OFF: its settings are refused ({error}). Every tool call "
+    "runs unchecked until they are fixed; `loopfuse doctor` checks them."
+)
+"""What the user is shown, once per session, when the hook's settings are refused."""
+
+
+def _settings_refused(
+    raw: bytes,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    root: str,
+    clock: Callable[[], float],
+    error: str,
+) -> tuple[str, int]:
+    """The answer to an event whose hook's settings (file or flags) are refused: the
+    call is allowed, and the first event of each session shows the user why, in the
+    CLI's channel for the user (:func:`~loopfuse.cli.agents.render_user_message`); the
+    session's state remembers it was told (``noted``, under a key no loop has, kept
+    while the settings stay refused: only a hook that reads its settings forgets)."""
+    try:
+        flags: Mapping[str, object] = read_flags(argv)
+    except ConfigError:
+        flags = {}
+    agent = flags.get("agent")
+    event = parse_event(json.loads(raw), agent if agent in AGENTS else None)
+    text = " ".join(error.split())
+    config = flags.get("config") or env.get("LOOPFUSE_CONFIG")
+    if not (isinstance(config, str) and config and text.startswith(config)):
+        text = f"the command line of `loopfuse hook`: {text}"  # a flag, not the file
+    if len(text) > MAX_USER_MESSAGE:
+        text = text[: MAX_USER_MESSAGE - 3] + "..."
+    key = "settings refused:" + blake3(text.encode("utf-8", "surrogatepass")).hexdigest(16)
+    path = session_path(root, event.agent, event.session)
+    with locked(path, LOCK_TIMEOUT):
+        state = load(path)
+        if key in state.noted:
+            return "", 0
+        state.noted[key] = clock()
+        save(path, state, state.noted[key])
+    _log(root, state.noted[key], event, "the user was told the settings are refused")
+    return render_user_message(event, SETTINGS_REFUSED.format(error=text))
 
 
 class _Start(NamedTuple):

@@ -48,6 +48,7 @@ from typing import Any, Final, TextIO
 
 from loopfuse.cli import settings_text
 from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BATCH_EVENTS, BEFORE_EVENTS, TURN_EVENTS
+from loopfuse.cli.hook_check import check_hook_command
 from loopfuse.cli.safe_files import UnsafeFileError, create_new, read_regular, replace_file
 from loopfuse.errors import ConfigError
 
@@ -461,6 +462,8 @@ def _run(
             load_settings(args.config)
         flags += ["--config", str(Path(args.config).absolute())]
     command = hook_command(args.agent, flags, executable)
+    if not args.remove:  # what the hook will read, checked as it reads it (#29 §2)
+        check_hook_command(flags, env)
     if args.remove:
         changed = uninstall(settings, args.agent, path)
     else:

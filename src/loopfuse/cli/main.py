@@ -1,5 +1,6 @@
 """``loopfuse``: the command line. ``loopfuse scan PATH...`` and ``loopfuse demo``
-(``loopfuse hook`` and ``loopfuse init``: :mod:`loopfuse.cli.hook`, :mod:`loopfuse.cli.init`).
+(``loopfuse hook``, ``loopfuse init`` and ``loopfuse doctor``: :mod:`loopfuse.cli.hook`,
+:mod:`loopfuse.cli.init`, :mod:`loopfuse.cli.doctor`).
 
 Exit status (a CI gate can test for 1):
 
@@ -150,8 +151,9 @@ def build_parser() -> _Parser:
         default="auto",
         help="colour the text report (default: auto, on a terminal unless NO_COLOR is set)",
     )
-    # `init` and `hook` have parsers of their own (`loopfuse init --help`): main() hands
-    # them their arguments before this parser reads any; they are here to be listed.
+    # `init`, `hook` and `doctor` have parsers of their own (`loopfuse init --help`):
+    # main() hands them their arguments before this parser reads any; they are here to
+    # be listed.
     _command(
         parser,
         commands,
@@ -164,6 +166,13 @@ def build_parser() -> _Parser:
         commands,
         "hook",
         "what the agent CLIs run at each tool call (installed by init)",
+        add_help=False,
+    )
+    _command(
+        parser,
+        commands,
+        "doctor",
+        "say whether each CLI's hook is installed, reads its settings and runs",
         add_help=False,
     )
     return parser
@@ -197,6 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from loopfuse.cli import init
 
         return init.main(args_given[1:])
+    if args_given[:1] == ["doctor"]:
+        from loopfuse.cli import doctor
+
+        return doctor.main(args_given[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(args_given)

@@ -20,7 +20,17 @@ from typing import Any
 
 import pytest
 
-from agent_clis import AGENTS, HOOK_EVENTS, Home, Run, base_settings, needs, run_agent, write_hooks
+from agent_clis import (
+    AGENTS,
+    HOOK_EVENTS,
+    Home,
+    Run,
+    base_settings,
+    needs,
+    run_agent,
+    settings_file,
+    write_hooks,
+)
 from agent_model import (
     FakeModel,
     Reply,
@@ -230,18 +240,20 @@ def test_with_end_session_a_loop_that_goes_on_after_its_refusal_ends_the_session
     agent: str, home: Home
 ) -> None:
     """``--end-session``: told at the loop, refused at the next call, and the call after
-    that ends the session (no request follows it), where the CLI lets a hook end it;
-    Codex cannot be ended by a hook, so there the call is refused again and the log says
-    why."""
+    that ends the session (no request follows it), where the CLI lets a hook end it.
+    Codex cannot be ended by a hook, so ``init`` says so and does not write the flag
+    into Codex's command (issue 29 §5): there every later call of the loop is refused,
+    and nothing is logged as an end."""
     turns = 8
     done = guarded(agent, home, same_command(FAILING, turns), "--end-session")
     assert (done.first_turn("note"), done.first_turn("refusal")) == (NOTED_AT, NOTED_AT + 1)
     assert done.attempts() == NOTED_AT
     logged = done.log_lines()
     if agent == "codex":
+        assert "--end-session" not in settings_file(home, agent).read_text(encoding="utf-8")
         assert len(done.model.turns) == turns + 1
-        assert sum("Codex cannot be ended" in line for line in logged) == turns - NOTED_AT - 1
-        assert not any("session ended" in line for line in logged)
+        assert sum("call refused" in line for line in logged) == turns - NOTED_AT
+        assert not any("session ended" in line or "cannot be ended" in line for line in logged)
         return
     ended_at = NOTED_AT + 2
     assert len(done.model.turns) == ended_at  # the model asked for call 5: nothing after it

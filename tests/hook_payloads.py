@@ -1,4 +1,5 @@
-"""Hook inputs shaped like what Claude Code 2.1, Codex 0.169 and Gemini CLI 0.61 send
+"""Hook inputs shaped like what Claude Code 2.1, Codex 0.169, Gemini CLI 0.61 and Qwen Code
+0.24.4 send
 (field for field as recorded from the real CLIs; paths and ids made up)."""
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ GEMINI_COMMON: dict[str, Any] = {
     "transcript_path": "/home/dev/.gemini/tmp/g2/chats/session-x.jsonl",
     "cwd": "/home/dev/p",
     "timestamp": "2026-12-01T22:28:45.769Z",
+}
+QWEN_COMMON: dict[str, Any] = {
+    "session_id": "3f1c2a90-1b7e-4c55-9d2a-6a0e8c4b7f11",
+    "transcript_path": "/home/dev/.qwen/projects/-home-dev-p/chats/3f1c2a90.jsonl",
+    "cwd": "/home/dev/p",
+    "timestamp": "2026-12-06T11:23:26.998Z",
+    "permission_mode": "yolo",
+    "prompt_id": "3f1c2a90-1b7e-4c55-9d2a-6a0e8c4b7f11########0",
 }
 
 
@@ -112,6 +121,49 @@ def gemini_after(command: str, output: str, code: int, pgid: int) -> dict[str, A
             "</untrusted_context>",
             "returnDisplay": output,
         },
+    }
+
+
+def _qwen_shell(command: str, code: int, output: str) -> str:
+    """A shell answer in Qwen Code's frame (its process group was ``(none)`` in every
+    recorded run)."""
+    return (
+        f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\n"
+        f"Exit Code: {code}\nSignal: (none)\nProcess Group PGID: (none)"
+    )
+
+
+def _qwen_tool(event: str, command: str, call: int) -> dict[str, Any]:
+    return {
+        **QWEN_COMMON,
+        "hook_event_name": event,
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": command, "description": "Run a command"},
+        "tool_use_id": f"toolu_17965562069{call:02d}_lgo4efeb5",
+        "tool_call_id": f"call_{call:020d}",
+    }
+
+
+def qwen_pre(command: str, call: int) -> dict[str, Any]:
+    return _qwen_tool("PreToolUse", command, call)
+
+
+def qwen_post(command: str, call: int, output: str) -> dict[str, Any]:
+    """A command that exited 0."""
+    return {
+        **_qwen_tool("PostToolUse", command, call),
+        "tool_response": {"llmContent": _qwen_shell(command, 0, output), "returnDisplay": output},
+        "duration_ms": 14,
+    }
+
+
+def qwen_failure(command: str, call: int, output: str, code: int = 1) -> dict[str, Any]:
+    """A command that exited non-zero: Qwen Code's failure event."""
+    return {
+        **_qwen_tool("PostToolUseFailure", command, call),
+        "error": _qwen_shell(command, code, output),
+        "is_interrupt": False,
+        "duration_ms": 25,
     }
 
 

@@ -82,8 +82,22 @@ def files(root: Path) -> dict[str, bytes]:
 def test_installed_nowhere_is_a_problem(machine: Machine) -> None:
     status, text = machine.doctor()
     assert status == 1
-    assert text.count("not installed") == 5  # claude-code and gemini twice, codex once
+    # claude-code, gemini and qwen twice (user, project), codex once
+    assert text.count("not installed") == 7
     assert "installed nowhere: loopfuse init --agent" in text
+
+
+def test_a_qwen_code_hook_is_found_in_either_scope_and_passes_every_check(
+    machine: Machine,
+) -> None:
+    machine.init("qwen")
+    machine.init("qwen", "--project", "--mode", "refuse")
+    status, report = machine.report()
+    assert status == 0
+    for scope in ("user", "project"):
+        checks = machine.checks(report, "qwen", scope)
+        assert all(check["ok"] for check in checks.values()), checks
+    assert "mode refuse" in machine.checks(report, "qwen", "project")["settings"]["detail"]
 
 
 def test_an_installed_hook_that_works_passes_every_check(machine: Machine) -> None:

@@ -1,5 +1,5 @@
-"""`loopfuse hook`: Claude Code's, Codex's and Gemini CLI's tool events, warn then refuse
-(then end), state kept between processes, and never a broken agent."""
+"""`loopfuse hook`: Claude Code's, Codex's, Gemini CLI's and Qwen Code's tool events, warn
+then refuse (then end), state kept between processes, and never a broken agent."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from hook_payloads import (
     CLAUDE_COMMON,
     CODEX_COMMON,
     GEMINI_COMMON,
+    QWEN_COMMON,
     claude_batch,
     claude_failure,
     claude_post,
@@ -27,6 +28,9 @@ from hook_payloads import (
     gemini_after,
     gemini_before,
     prompt,
+    qwen_failure,
+    qwen_post,
+    qwen_pre,
 )
 from loopfuse.cli import hook_state
 from loopfuse.cli.agents import HookPayloadError, parse_event
@@ -98,6 +102,27 @@ def test_each_cli_is_told_apart_by_its_payload() -> None:
     assert parse_event(codex_pre("ls", "c1")).agent == "codex"
     assert parse_event(gemini_before("ls")).agent == "gemini"
     assert parse_event(codex_pre("ls", "c1"), "claude-code").agent == "claude-code"
+    # Qwen Code sends Claude Code's events (and sets CLAUDE_PROJECT_DIR): its payload differs
+    assert parse_event(qwen_pre("ls", 1)).agent == "qwen"
+    assert parse_event(prompt(QWEN_COMMON, "UserPromptSubmit")).agent == "qwen"
+    assert parse_event(prompt(CLAUDE_COMMON, "UserPromptSubmit")).agent == "claude-code"
+
+
+RECORDED_QWEN = Path(__file__).parent / "recorded" / "agent-clis" / "qwen"
+
+
+@pytest.mark.parametrize("name", ["pre-001.json", "post-001.json", "postfail-001.json"])
+def test_the_recorded_qwen_code_payloads_read_as_qwen_code(name: str) -> None:
+    payload = json.loads((RECORDED_QWEN / name).read_text())["stdin"]
+    event = parse_event(payload)
+    assert (event.agent, event.tool_input) == (
+        "qwen",
+        {"command": payload["tool_input"]["command"]},
+    )
+    if event.phase == "after":
+        failed = payload["hook_event_name"] == "PostToolUseFailure"
+        assert (event.error, event.exit_code) == ((True, 2) if failed else (False, 0))
+        assert "PGID" not in str(event.answer)
 
 
 def test_a_shell_call_is_its_command_not_its_description() -> None:
@@ -119,6 +144,12 @@ def test_answers_of_each_cli_with_their_failure_and_exit_code() -> None:
     assert "PGID" not in str(gemini.answer)
     assert "Exit Code: 3" in str(gemini.answer)
     assert parse_event(gemini_after("true", "", 0, 1)).error is False
+    qwen = parse_event(qwen_failure("ls /nope", 2, "ls: cannot access '/nope'", 2))
+    assert (qwen.agent, qwen.error, qwen.exit_code) == ("qwen", True, 2)
+    assert "cannot access" in str(qwen.answer)
+    assert "PGID" not in str(qwen.answer)
+    fine = parse_event(qwen_post("echo hi", 3, "hi"))
+    assert (fine.error, fine.exit_code) == (False, 0)
 
 
 @pytest.mark.parametrize(
@@ -165,10 +196,19 @@ def _gemini_lap(hook: Hook, i: int, *flags: str) -> tuple[dict[str, Any], dict[s
     return before, after
 
 
+def _qwen_lap(hook: Hook, i: int, *flags: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = hook.answer(qwen_pre("cat missing.txt", i), *flags)
+    if _deny_reason(before):
+        return before, {}
+    after = hook.answer(qwen_failure("cat missing.txt", i, "No such file"), *flags)
+    return before, after
+
+
 LAPS: dict[str, Callable[..., tuple[dict[str, Any], dict[str, Any]]]] = {
     "claude-code": _claude_lap,
     "codex": _codex_lap,
     "gemini": _gemini_lap,
+    "qwen": _qwen_lap,
 }
 
 
@@ -189,7 +229,7 @@ def _run(hook: Hook, agent: str, laps: int, *flags: str) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini", "qwen"])
 def test_warn_then_refuse_by_default(hook: Hook, agent: str) -> None:
     seen = _run(hook, agent, 8)
     first = seen.index("noted")
@@ -214,6 +254,40 @@ def test_the_refusal_is_in_each_cli_own_format(tmp_path: Path) -> None:
     assert claude["permissionDecisionReason"].startswith("[loopfuse] Loop detected")
     assert refusals["codex"]["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert set(refusals["gemini"]) == {"decision", "reason"}
+    qwen = refusals["qwen"]  # Claude Code's form, which Qwen Code hands the model as is
+    assert set(qwen) == {"hookSpecificOutput"}
+    assert qwen["hookSpecificOutput"]["permissionDecisionReason"].startswith("[loopfuse]")
+
+
+def test_qwen_code_refuses_by_the_fourth_identical_failing_call(hook: Hook) -> None:
+    """Qwen Code's own detector halts a session at the 5th identical call: loopfuse notes
+    the 3rd failing one (a command that changes state, so no read-only allowance) and
+    refuses the 4th, so the model reads why before that."""
+    command = "echo attempt >> attempts.log; cat missing.txt"
+    seen = []
+    for i in range(6):
+        before = hook.answer(qwen_pre(command, i))
+        if _deny_reason(before):
+            seen.append("refused")
+            continue
+        after = hook.answer(qwen_failure(command, i, "cat: missing.txt: No such file"))
+        seen.append("noted" if _note(after) else "ran")
+    assert seen == ["ran", "ran", "noted", "refused", "refused", "refused"]
+
+
+def test_qwen_code_notes_after_a_successful_call_too(tmp_path: Path) -> None:
+    """The note rides on PostToolUse as on PostToolUseFailure (Qwen Code appends it to the
+    answer); a state-changing call with the same answer is noted at the 4th, before Qwen
+    Code's own halt at the 5th (docs/agents.md: a read-only one is not, yet)."""
+    hook = Hook(tmp_path / "s", "--mode", "note")
+    notes = []
+    for i in range(8):
+        hook.answer(qwen_pre("echo run >> runs.log; echo done", i))
+        notes.append(_note(hook.answer(qwen_post("echo run >> runs.log; echo done", i, "done"))))
+    noted = [n for n in notes if n]
+    assert noted
+    assert noted[0].startswith("[loopfuse]")
+    assert notes.index(noted[0]) <= 3  # by the 4th identical call
 
 
 def test_the_note_comes_after_the_call_as_additional_context(hook: Hook) -> None:
@@ -246,6 +320,17 @@ def test_end_session_ends_a_loop_that_goes_on_after_its_refusal(hook: Hook, agen
     assert "ended the session" in before["stopReason"]
 
 
+def test_qwen_code_is_never_sent_continue_false(hook: Hook) -> None:
+    """Qwen Code ignores ``continue: false`` from PreToolUse and puts its stop reason in
+    place of the answer from PostToolUse: the loop is refused, never "ended"."""
+    seen = _run(hook, "qwen", 10, "--end-session")
+    assert "ended" not in seen
+    assert seen[-1] == "refused"
+    assert "Qwen Code cannot be ended" in hook.log()
+    answer = hook.answer(qwen_post("cat missing.txt", 30, "x"), "--end-session")
+    assert "continue" not in answer
+
+
 def test_codex_is_never_sent_continue_false(hook: Hook) -> None:
     """Codex runs the command when a deny comes with ``continue: false``."""
     seen = _run(hook, "codex", 10, "--end-session")
@@ -260,6 +345,7 @@ def test_codex_is_never_sent_continue_false(hook: Hook) -> None:
         ("claude-code", prompt(CLAUDE_COMMON, "UserPromptSubmit")),
         ("codex", prompt(CODEX_COMMON, "UserPromptSubmit")),
         ("gemini", prompt(GEMINI_COMMON, "BeforeAgent")),
+        ("qwen", prompt(QWEN_COMMON, "UserPromptSubmit")),
     ],
 )
 def test_a_user_prompt_starts_a_new_run(hook: Hook, agent: str, payload: dict[str, Any]) -> None:

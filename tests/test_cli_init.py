@@ -35,6 +35,7 @@ PATHS = {
     "claude-code": Path(".claude/settings.json"),
     "codex": Path("codex-home/hooks.json"),
     "gemini": Path(".gemini/settings.json"),
+    "qwen": Path(".qwen/settings.json"),
 }
 EVENTS = {
     "claude-code": {
@@ -46,6 +47,7 @@ EVENTS = {
     },
     "codex": {"PreToolUse", "PostToolUse", "UserPromptSubmit"},
     "gemini": {"BeforeTool", "AfterTool", "BeforeAgent"},
+    "qwen": {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"},
 }
 PROMPT_EVENTS = {"UserPromptSubmit", "BeforeAgent", "PostToolBatch"}  # no tool to match
 
@@ -164,6 +166,42 @@ def test_project_settings_are_in_the_current_folder(tmp_path: Path) -> None:
     status, _, err = run(tmp_path, "--agent", "codex", "--project", cwd=project)
     assert status == 2
     assert "CODEX_HOME" in err
+
+
+def test_qwen_code_user_and_project_settings_idempotent_dry_run_and_remove(
+    tmp_path: Path,
+) -> None:
+    """Qwen Code: ``~/.qwen/settings.json``, or ``.qwen/settings.json`` in the current
+    folder; a second run writes nothing, ``--dry-run`` writes nothing, ``--remove`` puts
+    the original back byte for byte, comments (which Qwen Code strips) kept."""
+    project = tmp_path / "project"
+    project.mkdir()
+    assert run(tmp_path, "--agent", "qwen", "--project", cwd=project)[0] == 0
+    assert (project / ".qwen" / "settings.json").exists()
+    assert not (tmp_path / ".qwen").exists()
+    path = tmp_path / PATHS["qwen"]
+    path.parent.mkdir()
+    original = '{\n  // the model\n  "model": {"name": "qwen3-coder"}\n}\n'
+    path.write_text(original)
+    status, out, _ = run(tmp_path, "--agent", "qwen", "--dry-run")
+    assert status == 0
+    assert f"{SCRIPT} hook --agent qwen" in out
+    assert path.read_text() == original
+    assert run(tmp_path, "--agent", "qwen")[0] == 0
+    text = path.read_text()
+    assert "// the model" in text
+    assert "already" in run(tmp_path, "--agent", "qwen")[1]
+    assert path.read_text() == text
+    assert run(tmp_path, "--agent", "qwen", "--remove")[0] == 0
+    assert path.read_text() == original
+
+
+def test_end_session_is_not_written_for_qwen_code_which_cannot_be_ended(tmp_path: Path) -> None:
+    status, out, _ = run(tmp_path, "--agent", "qwen", "--end-session")
+    assert status == 0
+    assert "no effect for Qwen Code" in out
+    command = read(tmp_path / PATHS["qwen"])["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert command == f"{SCRIPT} hook --agent qwen"
 
 
 def test_the_command_written_runs_the_hook(tmp_path: Path) -> None:

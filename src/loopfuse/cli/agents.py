@@ -1,22 +1,28 @@
-"""The three coding-agent CLIs ``loopfuse hook`` guards: what each sends to a hook, and
+"""The coding-agent CLIs ``loopfuse hook`` guards: what each sends to a hook, and
 how each wants to be answered.
 
-Claude Code, Codex and Gemini CLI run a command before and after every tool call, with
-one JSON object on stdin. :func:`parse_event` reads it into a :class:`HookEvent` (the CLI
-is told apart by the payload: Gemini's events are ``BeforeTool``/``AfterTool``, Codex's
-carry a ``turn_id``); :func:`render` writes the answer (allow, a note for the model, a
-refusal, or the end of the session) in that CLI's own format.
+Claude Code, Codex, Gemini CLI and Qwen Code run a command before and after every tool
+call, with one JSON object on stdin. :func:`parse_event` reads it into a :class:`HookEvent`
+(the CLI is told apart by the payload, never by the environment, which Qwen Code fills
+with Claude's and Gemini's variables too: Gemini's events are ``BeforeTool``/``AfterTool``,
+Codex's carry a ``turn_id``, Qwen Code's a ``tool_call_id``);
+:func:`render` writes the answer (allow, a note for the model, a refusal, or the end of
+the session) in that CLI's own format.
 
-Facts these rely on (observed with Claude Code 2.1, Codex 0.169, Gemini CLI 0.61):
+Facts these rely on (observed with Claude Code 2.1, Codex 0.169, Gemini CLI 0.61, Qwen
+Code 0.24.4):
 
 - a refusal is JSON on stdout with exit status 0: ``permissionDecision: "deny"`` in
-  ``hookSpecificOutput`` (Claude Code, Codex; exit status 2 would show the model the
+  ``hookSpecificOutput`` (Claude Code, Codex, Qwen Code; exit status 2 would show the model the
   hook's command line), ``{"decision": "deny"}`` (Gemini CLI);
 - a note reaches the model as ``additionalContext`` from an after-tool event;
 - Claude Code ends a session on ``continue: false`` from PreToolUse (with the deny, or
   the call runs once more) but ignores it in PostToolUseFailure; Gemini CLI honours it
   from BeforeTool; **Codex cannot be ended by a hook**: ``continue: false`` with a deny
-  makes it run the command, so it is never sent to Codex.
+  makes it run the command, so it is never sent to Codex; **Qwen Code cannot be ended
+  either**: it ignores ``continue: false`` from PreToolUse, and from PostToolUse puts the
+  stop reason in place of the call's answer (so neither is sent to it); its own detector
+  halts a session at the 5th identical call, so loopfuse refuses by the 4th.
 
 >>> event = parse_event({"hook_event_name": "BeforeTool", "session_id": "s",
 ...     "tool_name": "run_shell_command", "tool_input": {"command": "ls", "description": "x"}})
@@ -29,7 +35,7 @@ from __future__ import annotations
 import json
 from typing import Final, Literal, NamedTuple
 
-from loopfuse.harness import Harness, claude_code, codex, gemini_cli
+from loopfuse.harness import Harness, claude_code, codex, gemini_cli, qwen_code
 
 __all__ = [
     "AFTER_EVENTS",
@@ -46,16 +52,17 @@ __all__ = [
     "render_user_message",
 ]
 
-Agent = Literal["claude-code", "codex", "gemini"]
+Agent = Literal["claude-code", "codex", "gemini", "qwen"]
 Action = Literal["allow", "note", "deny", "end"]
 
-AGENTS: Final[tuple[Agent, ...]] = ("claude-code", "codex", "gemini")
+AGENTS: Final[tuple[Agent, ...]] = ("claude-code", "codex", "gemini", "qwen")
 """The CLIs, as ``--agent`` names them."""
 
 BEFORE_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
     "claude-code": ("PreToolUse",),
     "codex": ("PreToolUse",),
     "gemini": ("BeforeTool",),
+    "qwen": ("PreToolUse",),
 }
 """Each CLI's hook events that come before a tool call."""
 
@@ -63,6 +70,7 @@ AFTER_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
     "claude-code": ("PostToolUse", "PostToolUseFailure"),
     "codex": ("PostToolUse",),
     "gemini": ("AfterTool",),
+    "qwen": ("PostToolUse", "PostToolUseFailure"),
 }
 """Each CLI's hook events that come after a tool call (with its answer)."""
 
@@ -70,6 +78,7 @@ BATCH_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
     "claude-code": ("PostToolBatch",),
     "codex": (),
     "gemini": (),
+    "qwen": (),
 }
 """Each CLI's hook event for the end of a batch of parallel calls, listing them (Claude
 Code only): it runs a turn's state-changing shell calls one after the other, hooks and
@@ -79,6 +88,7 @@ TURN_EVENTS: Final[dict[Agent, tuple[str, ...]]] = {
     "claude-code": ("UserPromptSubmit",),
     "codex": ("UserPromptSubmit",),
     "gemini": ("BeforeAgent",),
+    "qwen": ("UserPromptSubmit",),
 }
 """Each CLI's hook event for a prompt the user sent: a new run starts (the detector's
 ``break_run``), so that "try again" is not refused for the loop before it."""
@@ -90,6 +100,7 @@ _HARNESS: Final[dict[Agent, Harness]] = {
     "claude-code": claude_code.HARNESS,
     "codex": codex.HARNESS,
     "gemini": gemini_cli.HARNESS,
+    "qwen": qwen_code.HARNESS,
 }
 
 
@@ -122,6 +133,11 @@ def _agent_of(payload: dict[str, object], event_name: str) -> Agent:
         return "gemini"
     if "turn_id" in payload:
         return "codex"
+    # Qwen Code's tool events carry the model's call id beside its own ``tool_use_id``,
+    # and its prompt ids end ``########N`` (Claude Code's are bare UUIDs).
+    prompt = payload.get("prompt_id")
+    if "tool_call_id" in payload or (isinstance(prompt, str) and "########" in prompt):
+        return "qwen"
     return "claude-code"
 
 
@@ -200,6 +216,8 @@ def _answer(
             parts = [response["stdout"], response.get("stderr")]
             return "\n".join(p for p in parts if isinstance(p, str) and p), False, 0
         return response, False, None
+    if agent == "qwen":
+        return _qwen_answer(event_name, payload)
     response = payload.get("tool_response")
     if agent == "codex":
         return response, None, None  # one string, no exit status: the detector judges
@@ -220,9 +238,30 @@ def _answer(
     return content if content is not None else response.get("returnDisplay"), None, None
 
 
+def _qwen_answer(
+    event_name: str, payload: dict[str, object]
+) -> tuple[object, bool | None, int | None]:
+    """Qwen Code's answer: ``tool_response.llmContent`` after a success, ``error`` after a
+    failure (a command that exited non-zero included), both in Gemini CLI's shell frame."""
+    failed = event_name == "PostToolUseFailure"
+    if failed:
+        content = payload.get("error")
+    else:
+        response = payload.get("tool_response")
+        content = response.get("llmContent") if isinstance(response, dict) else response
+    if not isinstance(content, str):
+        return content, (True if failed else None), None
+    code = qwen_code.exit_code(content)
+    text = qwen_code.HARNESS.without_volatile(content)
+    if failed:
+        return text, True, code
+    return text, (code != 0) if code is not None else None, code
+
+
 def can_end_session(agent: str) -> bool:
-    """Whether a hook can end this CLI's session (Codex: no, see the module docstring)."""
-    return agent != "codex"
+    """Whether a hook can end this CLI's session (Codex, Qwen Code: no, see the module
+    docstring)."""
+    return agent not in ("codex", "qwen")
 
 
 def render(event: HookEvent, action: Action, reason: str = "") -> tuple[str, int]:

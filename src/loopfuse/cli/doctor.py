@@ -68,6 +68,8 @@ _SCOPES: Final = (
     ("codex", "user"),  # Codex reads hooks from $CODEX_HOME/hooks.json only
     ("gemini", "user"),
     ("gemini", "project"),
+    ("qwen", "user"),
+    ("qwen", "project"),
 )
 
 
@@ -154,7 +156,9 @@ def _read_settings(path: Path, agent: str) -> dict[str, Any]:
         raise InitError(f"{path}: larger than {MAX_SETTINGS_BYTES} bytes, not read")
     try:
         text = raw.decode("utf-8")
-        settings = settings_text.load(text, comments=agent == "gemini") if text.strip() else {}
+        settings = (
+            settings_text.load(text, comments=agent in ("gemini", "qwen")) if text.strip() else {}
+        )
     except (UnicodeDecodeError, settings_text.SettingsTextError) as exc:
         raise InitError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(settings, dict):
@@ -257,6 +261,8 @@ def probe_event(agent: str, session: str) -> dict[str, object]:
         return {**event, "turn_id": session, "tool_use_id": f"{session}-call"}
     if agent == "claude-code":
         return {**event, "tool_use_id": f"{session}-call"}
+    if agent == "qwen":  # Qwen Code's own call id beside the model's
+        return {**event, "tool_use_id": f"{session}-own", "tool_call_id": f"{session}-call"}
     return event
 
 
@@ -381,7 +387,8 @@ def render_text(places: Sequence[Place], fine: bool) -> str:
     problems = sum(not check.ok for place in places for check in place.checks)
     if not any(place.installed for place in places):
         lines.append(
-            "loopfuse hook is installed nowhere: loopfuse init --agent claude-code|codex|gemini"
+            "loopfuse hook is installed nowhere: "
+            "loopfuse init --agent claude-code|codex|gemini|qwen"
         )
     else:
         lines.append(f"{guarded} guarded, {problems} problem{'s' * (problems != 1)}")

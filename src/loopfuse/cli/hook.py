@@ -45,6 +45,7 @@ from loopfuse.cli.agents import (
     Action,
     HookEvent,
     HookPayloadError,
+    can_end_session,
     parse_event,
     render,
     render_user_message,
@@ -305,9 +306,9 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
 
 
 AT_A_TERMINAL: Final = (
-    "loopfuse hook: error: Claude Code, Codex and Gemini CLI run this at each tool call, "
-    "with the call's event (JSON) on stdin; it is not typed at a terminal.\n"
-    "To install it: loopfuse init --agent claude-code|codex|gemini "
+    "loopfuse hook: error: Claude Code, Codex, Gemini CLI and Qwen Code run this at each "
+    "tool call, with the call's event (JSON) on stdin; it is not typed at a terminal.\n"
+    "To install it: loopfuse init --agent claude-code|codex|gemini|qwen "
     "(loopfuse hook --help says more)\n"
 )
 """What ``loopfuse hook`` says, on stderr, when a person types it at a terminal."""
@@ -718,9 +719,10 @@ def _on_loop(
     logged = f"call refused ({found.kind}, {count}x): {event.tool_name}"
     if action == "end":
         logged = f"session ended ({found.kind}, {count}x): {event.tool_name}"
-        if event.agent == "codex":
+        if not can_end_session(event.agent):
             action = "deny"
-            logged = f"{logged.replace('session ended', 'call refused')}; Codex cannot be ended"
+            title = "Codex" if event.agent == "codex" else "Qwen Code"
+            logged = f"{logged.replace('session ended', 'call refused')}; {title} cannot be ended"
     return action, message, logged
 
 

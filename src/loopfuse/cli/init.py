@@ -1,6 +1,6 @@
-"""``loopfuse init``: install ``loopfuse hook`` in Claude Code, Codex or Gemini CLI.
+"""``loopfuse init``: install ``loopfuse hook`` in Claude Code, Codex, Gemini CLI or Qwen Code.
 
-``loopfuse init --agent claude-code|codex|gemini [--project] [--remove] [--dry-run]``
+``loopfuse init --agent claude-code|codex|gemini|qwen [--project] [--remove] [--dry-run]``
 adds one hook entry per tool event (see :data:`~loopfuse.cli.agents.BEFORE_EVENTS` and
 :data:`~loopfuse.cli.agents.AFTER_EVENTS`) and for the user's prompt
 (:data:`~loopfuse.cli.agents.TURN_EVENTS`) to the CLI's settings file, running the
@@ -11,10 +11,13 @@ absolute path of the installed ``loopfuse`` (so the hook works outside the venv)
 - Codex: ``$CODEX_HOME/hooks.json`` (default ``~/.codex``); Codex runs a new hook only
   once the user trusts it, which ``init`` says how to do;
 - Gemini CLI: ``~/.gemini/settings.json``, or ``.gemini/settings.json`` with
-  ``--project``.
+  ``--project``;
+- Qwen Code: ``~/.qwen/settings.json``, or ``.qwen/settings.json`` with ``--project``
+  (its hooks are Claude Code's events, in its own file).
 
 What is there is kept, byte for byte: the file is edited as text
-(:mod:`loopfuse.cli.settings_text`; Gemini CLI's comments too), and replaced atomically.
+(:mod:`loopfuse.cli.settings_text`; Gemini CLI's and Qwen Code's comments too), and
+replaced atomically.
 The user's original is kept beside it (``<file>.loopfuse-backup``), made once and never
 overwritten; a second run changes nothing; ``--remove`` takes out the entries ``init``
 added, and nothing else, and puts the original back as it was when nothing else
@@ -47,7 +50,14 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from loopfuse.cli import settings_text
-from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BATCH_EVENTS, BEFORE_EVENTS, TURN_EVENTS
+from loopfuse.cli.agents import (
+    AFTER_EVENTS,
+    AGENTS,
+    BATCH_EVENTS,
+    BEFORE_EVENTS,
+    TURN_EVENTS,
+    can_end_session,
+)
 from loopfuse.cli.hook_check import check_hook_command
 from loopfuse.cli.safe_files import UnsafeFileError, create_new, read_regular, replace_file
 from loopfuse.errors import ConfigError
@@ -67,6 +77,10 @@ CODEX_TRUST: Final = (
 CODEX_END: Final = (
     "--end-session has no effect for Codex, so it is not written: a hook cannot end a "
     "Codex session, and loopfuse refuses the looping call instead."
+)
+QWEN_END: Final = (
+    "--end-session has no effect for Qwen Code, so it is not written: a hook cannot end a "
+    "Qwen Code session, and loopfuse refuses the looping call instead."
 )
 
 
@@ -108,6 +122,8 @@ def settings_path(agent: str, project: bool, env: Mapping[str, str], cwd: Path) 
         return (Path(base) if base else home / ".codex") / "hooks.json"
     if agent == "gemini":
         return (cwd if project else home) / ".gemini" / "settings.json"
+    if agent == "qwen":
+        return (cwd if project else home) / ".qwen" / "settings.json"
     raise InitError(f"unknown agent {agent!r}: choose one of {', '.join(AGENTS)}")
 
 
@@ -447,13 +463,14 @@ def _run(
         path = Path(args.settings)
     else:
         path = settings_path(args.agent, args.project, env, cwd)
-    comments = args.agent == "gemini"  # Gemini CLI strips comments before JSON.parse
+    # Gemini CLI (and Qwen Code, its fork) strip comments before JSON.parse.
+    comments = args.agent in ("gemini", "qwen")
     target = _target(path, follow=not args.project)
     settings, old, mode = _read(target, comments)
     flags = []
     if args.mode:
         flags += ["--mode", args.mode]
-    if args.end_session and args.agent != "codex":  # a hook cannot end a Codex session
+    if args.end_session and can_end_session(args.agent):  # not Codex's, not Qwen Code's
         flags.append("--end-session")
     if args.config:
         if not args.remove:  # checked as every entry point checks it, before any write
@@ -468,7 +485,8 @@ def _run(
         changed = uninstall(settings, args.agent, path)
     else:
         changed = install(settings, args.agent, command, path)
-    codex_end = CODEX_END + "\n" if args.agent == "codex" and args.end_session else ""
+    no_end = {"codex": CODEX_END, "qwen": QWEN_END}.get(args.agent, "")
+    codex_end = no_end + "\n" if no_end and args.end_session else ""
     if changed == settings and old is not None:
         already = f"{path}: already {'without' if args.remove else 'with'} loopfuse hook\n"
         return already + codex_end

@@ -44,6 +44,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "claude_code",
     "codex",
     "gemini_cli",
+    "qwen_code",
     "openhands",
     "swe_agent",
     "smolagents",

@@ -28,9 +28,9 @@ BIN = CLIS_DIR / "node_modules" / ".bin"
 INSTALL = "npm ci --prefix .ci/agent-clis"
 # CI sets LOOPFUSE_REQUIRE_AGENT_CLIS=1: there a missing CLI is a failure, not a skip.
 REQUIRED = os.environ.get("LOOPFUSE_REQUIRE_AGENT_CLIS") == "1"
-AGENTS = ("claude", "codex", "gemini")
+AGENTS = ("claude", "codex", "gemini", "qwen")
 # The CLI's executable under node_modules/.bin.
-EXECUTABLES = {"claude": "claude", "codex": "codex", "gemini": "gemini"}
+EXECUTABLES = {"claude": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen"}
 RUN_TIMEOUT = 150.0  # seconds; a run that takes this long is stuck (the model is bounded)
 
 
@@ -95,6 +95,8 @@ class Home:
             "NO_COLOR": "1",
             "CI": "1",
         }
+        if "PYTHONPATH" in os.environ:  # the source tree under test, for loopfuse's hook
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         if agent == "claude":
             env |= {
                 "ANTHROPIC_BASE_URL": model_url,
@@ -106,6 +108,12 @@ class Home:
             }
         elif agent == "codex":
             env |= {"FAKE_API_KEY": "dummy"}
+        elif agent == "qwen":
+            env |= {
+                "OPENAI_API_KEY": "dummy",
+                "OPENAI_BASE_URL": f"{model_url}/v1",
+                "OPENAI_MODEL": "fake-model",
+            }
         else:
             env |= {
                 "GEMINI_API_KEY": "dummy",
@@ -121,6 +129,7 @@ def settings_file(home: Home, agent: str) -> Path:
         "claude": home.home / ".claude" / "settings.json",
         "codex": home.codex_home / "hooks.json",
         "gemini": home.home / ".gemini" / "settings.json",
+        "qwen": home.home / ".qwen" / "settings.json",
     }[agent]
 
 
@@ -134,7 +143,9 @@ def update_json(path: Path, change: dict[str, Any]) -> None:
 def base_settings(home: Home, agent: str, own_loop_detection: bool = False) -> None:
     """What each CLI needs to run headless offline, besides hooks: Gemini's auth type
     (else it exits 41), its telemetry and updates off, and its own loop detector off
-    unless ``own_loop_detection`` (so that what stops a loop is the hook)."""
+    unless ``own_loop_detection`` (so that what stops a loop is the hook); Qwen Code's
+    OpenAI-compatible auth, model, telemetry and updates off (its own loop detector cannot
+    be turned off: it halts a run at the 5th identical call)."""
     if agent == "gemini":
         update_json(
             settings_file(home, agent),
@@ -145,6 +156,16 @@ def base_settings(home: Home, agent: str, own_loop_detection: bool = False) -> N
                 "model": {"disableLoopDetection": not own_loop_detection},
             },
         )
+    elif agent == "qwen":
+        update_json(
+            settings_file(home, agent),
+            {
+                "security": {"auth": {"selectedType": "openai"}},
+                "model": {"name": "fake-model"},
+                "privacy": {"usageStatisticsEnabled": False},
+                "general": {"enableAutoUpdate": False},
+            },
+        )
 
 
 # The hook events each CLI fires before and after a tool call.
@@ -152,6 +173,7 @@ HOOK_EVENTS = {
     "claude": ("PreToolUse", "PostToolUse", "PostToolUseFailure"),
     "codex": ("PreToolUse", "PostToolUse"),
     "gemini": ("BeforeTool", "AfterTool"),
+    "qwen": ("PreToolUse", "PostToolUse", "PostToolUseFailure"),
 }
 
 

@@ -2,8 +2,9 @@
 
 It listens on a free loopback port, in a thread of the test process, and speaks what each
 CLI calls when pointed at it: Anthropic Messages (``POST /v1/messages``, Claude Code),
-OpenAI Responses (``POST /v1/responses``, Codex's custom provider) and Gemini
-``generateContent`` / ``streamGenerateContent?alt=sse`` (Gemini CLI). Each answer of the
+OpenAI Responses (``POST /v1/responses``, Codex's custom provider), Gemini
+``generateContent`` / ``streamGenerateContent?alt=sse`` (Gemini CLI) and OpenAI Chat
+Completions (``POST /v1/chat/completions``, streamed: Qwen Code). Each answer of the
 agent's main turn is played from a script: ``play(turn)`` says which shell commands the
 model asks for in that turn (several at once are parallel calls), or the text that ends the
 run. Requests that are not the agent's turn (Claude's title, Gemini's routing) get a short
@@ -120,6 +121,9 @@ def offers_tool(body: Any, name: str) -> bool:
             continue
         if tool.get("name") == name:
             return True
+        function = tool.get("function")  # Chat Completions: {"type": "function", "function": …}
+        if isinstance(function, dict) and function.get("name") == name:
+            return True
         if any(d.get("name") == name for d in tool.get("functionDeclarations") or ()):
             return True
     return False
@@ -221,6 +225,8 @@ class FakeModel:
             return self.responses(route.path, body)
         if ":generateContent" in route.path or ":streamGenerateContent" in route.path:
             return self.gemini(path, body)
+        if route.path.endswith("/chat/completions"):
+            return self.chat(route.path, body)
         self.record(path, body, None)
         return 404, "application/json", b'{"error": "not served by the fake model"}'
 
@@ -373,6 +379,51 @@ class FakeModel:
         if ":streamGenerateContent" in path:
             return 200, "text/event-stream", f"data: {json.dumps(chunk)}\r\n\r\n".encode()
         return 200, "application/json", json.dumps(chunk).encode()
+
+    # --- OpenAI Chat Completions (Qwen Code) ---------------------------------------------
+
+    def chat(self, path: str, body: Any) -> tuple[int, str, bytes]:
+        """A Chat Completions answer: the turn's shell calls (Gemini CLI's tool, which Qwen
+        Code kept), or text; streamed as chunks when asked."""
+        name, argument = GEMINI_SHELL
+        reply = self.play(path, body, name) or Reply(text="OK")
+        calls = [
+            {
+                "index": index,
+                "id": f"call_{self.next_id():020d}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": json.dumps({argument: command, "description": "Run a command"}),
+                },
+            }
+            for index, command in enumerate(reply.commands)
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": None if calls else reply.text}
+        if calls:
+            message["tool_calls"] = calls
+        finish = "tool_calls" if calls else "stop"
+        answer_id = f"chatcmpl-{self.next_id()}"
+        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
+        if not (isinstance(body, dict) and body.get("stream")):
+            whole = {
+                "id": answer_id,
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            }
+            return 200, "application/json", json.dumps(whole).encode()
+        head = {"id": answer_id, "object": "chat.completion.chunk", "created": 0, "model": model}
+        chunks = [
+            {**head, "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
+            {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+            {**head, "choices": [], "usage": usage},
+        ]
+        stream = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+        return 200, "text/event-stream", stream.encode()
 
     @staticmethod
     def gemini_side_answer(body: Any) -> str:

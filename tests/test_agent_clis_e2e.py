@@ -49,9 +49,12 @@ from loopfuse.cli.hook_state import SessionState, load
 TRUST_CODEX_HOOKS = "--dangerously-bypass-hook-trust"
 
 
-def each_agent() -> list[Any]:
-    """The three CLIs as parameters, each skipped (or failed in CI) when not installed."""
-    return [pytest.param(agent, marks=needs(agent), id=agent) for agent in AGENTS]
+def each_agent(*, qwen: bool = False) -> list[Any]:
+    """The CLIs as parameters, each skipped (or failed in CI) when not installed; Qwen Code
+    only where asked (``qwen``): its own loop detector, always on, halts a run at the 5th
+    identical call, so the runs that go on looping past it have Qwen tests of their own."""
+    chosen = [agent for agent in AGENTS if qwen or agent != "qwen"]
+    return [pytest.param(agent, marks=needs(agent), id=agent) for agent in chosen]
 
 
 @pytest.fixture
@@ -73,7 +76,7 @@ def payloads(log: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("agent", each_agent())
+@pytest.mark.parametrize("agent", each_agent(qwen=True))
 def test_a_hook_sees_each_shell_call_before_and_after_and_the_model_its_result(
     agent: str, home: Home
 ) -> None:
@@ -112,16 +115,21 @@ def test_codex_skips_a_hook_the_user_has_not_trusted(home: Home) -> None:
 # --- loopfuse hook, end to end -------------------------------------------------------------
 
 # The hook's own name for each CLI (its state files are named after it).
-HOOK_AGENT = {"claude": "claude-code", "codex": "codex", "gemini": "gemini"}
+HOOK_AGENT = {"claude": "claude-code", "codex": "codex", "gemini": "gemini", "qwen": "qwen"}
 # How each CLI words a refusal to its model, before the hook's reason.
 REFUSED = {
     "claude": "PreToolUse:Bash hook error: [loopfuse]",
     "codex": "Command blocked by PreToolUse hook: [loopfuse]",
     "gemini": "Tool execution blocked: [loopfuse]",
+    "qwen": "",  # Qwen Code hands the model the reason alone: the whole answer
 }
 # A failing command that leaves a trace of each time it really ran (so it changes state:
 # it has no read-only allowance).
 FAILING = "echo attempt >> attempts.log; cat missing.txt"
+# Qwen Code 0.24.4 now and then loses a quick command's stderr ("Output: (empty)", in the
+# model's answer as in its hook's): an answer that changed, so not yet a loop. Its runs
+# send the error to stdout.
+QWEN_FAILING = "echo attempt >> attempts.log; cat missing.txt 2>&1"
 # docs/detector.md: the same call with the same answer is a loop at the 4th, at the 3rd
 # when the answer is an error; an error even in Codex, which tells a hook no exit status
 # (the detector reads the error in the text).
@@ -164,6 +172,8 @@ class GuardedRun:
         return list(strings(self.model.turns[turn].body))
 
     def refused(self, text: str) -> bool:
+        if self.agent == "qwen":  # the refusal is the answer; a note follows one
+            return text.startswith("[loopfuse]")
         return REFUSED[self.agent] in text
 
     def first_turn(self, wanted: str) -> int | None:
@@ -198,7 +208,16 @@ def guarded(
     agent: str, home: Home, script: Script, *flags: str, own_loop_detection: bool = False
 ) -> GuardedRun:
     """Run ``agent`` on ``script`` with ``loopfuse hook`` installed for it in the isolated
-    home by ``loopfuse init`` (with ``flags``), as a user installs it."""
+    home by ``loopfuse init`` (with ``flags``), as a user installs it; the run succeeded."""
+    done = guarded_run(agent, home, script, *flags, own_loop_detection=own_loop_detection)
+    assert done.run.returncode == 0, done.run.stderr[-3000:]
+    return done
+
+
+def guarded_run(
+    agent: str, home: Home, script: Script, *flags: str, own_loop_detection: bool = False
+) -> GuardedRun:
+    """:func:`guarded`, whatever the run's exit status."""
     base_settings(home, agent, own_loop_detection)
     said = loopfuse_init(home, agent, *flags)
     # Codex runs the hook only once trusted: init says how (for `codex exec`, this flag).
@@ -206,7 +225,6 @@ def guarded(
     assert (TRUST_CODEX_HOOKS in said) == (agent == "codex")
     with FakeModel(script) as model:
         run = run_agent(agent, home, model.url, "Fix the build.", *trust)
-    assert run.returncode == 0, run.stderr[-3000:]
     return GuardedRun(agent, home, run, model)
 
 
@@ -232,6 +250,37 @@ def test_a_looping_model_is_told_then_refused_with_the_reason(agent: str, home: 
     logged = done.log_lines()
     assert sum("loop noted" in line for line in logged) == 1
     assert sum("call refused" in line for line in logged) == turns - NOTED_AT
+
+
+@needs("qwen")
+def test_qwen_code_a_looping_model_is_told_then_refused_by_the_fourth_call(home: Home) -> None:
+    """Qwen Code halts a run at the 5th identical call by itself (always on): loopfuse
+    tells the model at the 3rd failing call and refuses the 4th, whose reason, alone, is
+    the answer in the model's next request; the refused call did not run."""
+    done = guarded("qwen", home, same_command(QWEN_FAILING, turns=4))
+    assert (done.first_turn("note"), done.first_turn("refusal")) == (NOTED_AT, NOTED_AT + 1)
+    assert done.attempts() == NOTED_AT
+    refusal = [t for t in done.texts(NOTED_AT + 1) if done.refused(t)]
+    assert len(refusal) == 1
+    assert "Loop detected" in refusal[0]
+    assert len(done.model.turns) == 5  # the agent went on to its answer
+    logged = done.log_lines()
+    assert sum("loop noted" in line for line in logged) == 1
+    assert sum("call refused" in line for line in logged) == 1
+
+
+@pytest.mark.slow
+@needs("qwen")
+def test_qwen_code_own_loop_detector_halts_after_loopfuse_refused(home: Home) -> None:
+    """A model that goes on after the refusal: Qwen Code's own detector ends the run at
+    the 5th identical call (exit status 1); loopfuse had told and refused before, and no
+    hook can end a Qwen Code session (init does not write --end-session for it)."""
+    done = guarded_run("qwen", home, same_command(QWEN_FAILING, turns=8), "--end-session")
+    assert done.run.returncode == 1
+    assert "Loop detection halted the run" in done.run.stdout
+    assert (done.first_turn("note"), done.first_turn("refusal")) == (NOTED_AT, NOTED_AT + 1)
+    assert done.attempts() == NOTED_AT
+    assert len(done.model.turns) == 5  # the 5th identical call was Qwen Code's last
 
 
 @pytest.mark.slow
@@ -314,7 +363,7 @@ def assert_untouched(done: GuardedRun, calls: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("agent", each_agent())
+@pytest.mark.parametrize("agent", each_agent(qwen=True))
 def test_a_healthy_run_is_untouched(agent: str, home: Home) -> None:
     (home.workspace / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
     script = commands_then_answer("ls", "cat notes.txt", "wc -l notes.txt")
@@ -331,6 +380,22 @@ def test_a_healthy_poll_whose_output_moves_is_untouched(agent: str, home: Home) 
     assert_untouched(done, calls=polls)
     # the model did read a moving log: the last request has the last step
     assert any(f"step {polls - 1}:" in text for text in done.texts(polls))
+
+
+@pytest.mark.slow
+@needs("qwen")
+def test_qwen_code_own_detector_stops_a_poll_whose_output_moves_loopfuse_does_not(
+    home: Home,
+) -> None:
+    """Qwen Code's own detector counts identical calls and reads no answers: it halts a
+    healthy poll at the 5th call (exit status 1). loopfuse let every poll through and
+    said nothing (docs/agents.md: what a Qwen Code user sees)."""
+    done = guarded_run("qwen", home, poll_moving_log(home.workspace / "build.log", 10))
+    assert done.run.returncode == 1
+    assert "Loop detection halted the run" in done.run.stdout
+    assert len(done.model.turns) == 5
+    assert not any("loopfuse" in text for r in done.model.requests for text in strings(r.body))
+    assert done.log_lines() == []
 
 
 @pytest.mark.slow

@@ -331,6 +331,25 @@ def test_qwen_code_is_never_sent_continue_false(hook: Hook) -> None:
     assert "continue" not in answer
 
 
+def test_qwen_code_prompt_event_without_a_prompt_is_not_a_new_run(hook: Hook) -> None:
+    """Qwen Code fires UserPromptSubmit, with an empty prompt, each time it sends the model
+    its calls' answers: the loop goes on being counted, and nothing is logged."""
+    command = "echo attempt >> attempts.log; cat missing.txt"
+    seen = []
+    for i in range(5):
+        before = hook.answer(qwen_pre(command, i))
+        if _deny_reason(before):
+            seen.append("refused")
+            continue
+        after = hook.answer(qwen_failure(command, i, "cat: missing.txt: No such file"))
+        seen.append("noted" if _note(after) else "ran")
+        assert (
+            hook.answer({**QWEN_COMMON, "hook_event_name": "UserPromptSubmit", "prompt": ""}) == {}
+        )
+    assert seen == ["ran", "ran", "noted", "refused", "refused"]
+    assert "Payload" not in hook.log()
+
+
 def test_codex_is_never_sent_continue_false(hook: Hook) -> None:
     """Codex runs the command when a deny comes with ``continue: false``."""
     seen = _run(hook, "codex", 10, "--end-session")

@@ -46,6 +46,7 @@ __all__ = [
     "Action",
     "HookEvent",
     "HookPayloadError",
+    "NotAUserPrompt",
     "can_end_session",
     "parse_event",
     "render",
@@ -106,6 +107,14 @@ _HARNESS: Final[dict[Agent, Harness]] = {
 
 class HookPayloadError(ValueError):
     """What a CLI sent is not a tool event this hook can read (the call is allowed)."""
+
+
+class NotAUserPrompt(HookPayloadError):
+    """The CLI's prompt event, fired when no user spoke: Qwen Code fires
+    ``UserPromptSubmit`` with an empty ``prompt`` each time it sends the model the
+    answers of its calls (observed with 0.24.4; the user's own prompt carries its text
+    and ``submitted_prompt``). Not a new run, and nothing wrong: the hook answers
+    nothing and logs nothing."""
 
 
 class HookEvent(NamedTuple):
@@ -173,6 +182,8 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
     if not isinstance(session, str) or not session:
         raise HookPayloadError("the hook input has no session_id")
     if phase == "turn":
+        if who == "qwen" and not (payload.get("prompt") or payload.get("submitted_prompt")):
+            raise NotAUserPrompt("Qwen Code sends the model its calls' answers")
         return HookEvent(who, phase, event_name, session, "", None)
     if phase == "batch":
         calls = payload.get("tool_calls")

@@ -45,6 +45,7 @@ from loopfuse.cli.agents import (
     Action,
     HookEvent,
     HookPayloadError,
+    NotAUserPrompt,
     can_end_session,
     parse_event,
     render,
@@ -450,6 +451,8 @@ def handle(
         with contextlib.suppress(Exception):
             if not off:
                 return _settings_refused(raw, argv, env, root, clock, str(exc))
+    except NotAUserPrompt:
+        pass  # an event with nothing to guard (Qwen Code's continuation): allowed, quietly
     except (HookPayloadError, LockTimeout) as exc:
         _log_failure(root, clock, event, f"{type(exc).__name__}: {exc}; the call is allowed")
     except Exception as exc:  # never break the agent: the call goes on unguarded

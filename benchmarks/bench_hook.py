@@ -47,6 +47,8 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     codex_pre,
     gemini_after,
     gemini_before,
+    qwen_post,
+    qwen_pre,
 )
 from loopfuse.cli.hook import handle
 
@@ -70,6 +72,8 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
         return claude_pre(command, f"toolu_{i}"), claude_post(command, f"toolu_{i}", output)
     if agent == "codex":
         return codex_pre(command, f"call_{i}"), codex_post(command, f"call_{i}", output)
+    if agent == "qwen":
+        return qwen_pre(command, i), qwen_post(command, i, output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
 
 
@@ -128,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini"):
+        for agent in ("claude-code", "codex", "gemini", "qwen"):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m["after"]) <= 0.080 else "NO"
             print(

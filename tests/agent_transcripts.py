@@ -546,3 +546,67 @@ def opencode_export(session: str, turns: Sequence[Turn]) -> dict[str, Any]:
         ],
         "todos": [],
     }
+
+
+# --- Qwen Code ----------------------------------------------------------------------------
+
+
+def qwen_session(session: str, turns: Sequence[Turn]) -> list[dict[str, Any]]:
+    """A Qwen Code 0.24.4 session (the shape of tests/recorded/agent-clis/qwen): Claude
+    Code's envelope around Gemini's messages; a telemetry record between them; per turn
+    the model's call and its ``tool_result``; "Done."."""
+    parent: list[str | None] = [None]
+
+    def record(i: int, kind: str, **fields: Any) -> dict[str, Any]:
+        uuid = f"{session[:8]}-{i:04d}-4000-8000-000000000000"
+        line = {
+            "uuid": uuid,
+            "parentUuid": parent[0],
+            "sessionId": session,
+            "timestamp": _time(i),
+            "type": kind,
+            "cwd": "/home/dev/projects/q1",
+            "version": "0.24.4",
+            **fields,
+        }
+        parent[0] = uuid
+        return line
+
+    usage = {"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120}
+    lines = [record(0, "user", message={"role": "user", "parts": [{"text": "Fix the build."}]})]
+    for i, turn in enumerate(turns):
+        call_id = f"call_{i:020d}"
+        args = {"command": turn.command, "description": "Run it"}
+        lines.append(record(3 * i + 1, "system", subtype="ui_telemetry", systemPayload={}))
+        call = {"functionCall": {"id": call_id, "name": "run_shell_command", "args": args}}
+        lines.append(
+            record(
+                3 * i + 2,
+                "assistant",
+                model="qwen3-coder",
+                message={"role": "model", "parts": [call]},
+                usageMetadata=usage,
+            )
+        )
+        code = 2 if turn.failed else 0
+        text = (
+            f"Command: {turn.command}\nDirectory: (root)\nOutput: {turn.answer}\n"
+            f"Error: (none)\nExit Code: {code}\nSignal: (none)\nProcess Group PGID: (none)"
+        )
+        answer = {"error": text} if turn.failed else {"output": text}
+        response = {"id": call_id, "name": "run_shell_command", "response": answer}
+        lines.append(
+            record(
+                3 * i + 3,
+                "tool_result",
+                message={"role": "user", "parts": [{"functionResponse": response}]},
+                toolCallResult={"callId": call_id, "status": "error" if turn.failed else "success"},
+            )
+        )
+    done = {"role": "model", "parts": [{"text": "Done."}]}
+    lines.append(
+        record(
+            3 * len(turns) + 1, "assistant", model="qwen3-coder", message=done, usageMetadata=usage
+        )
+    )
+    return lines

@@ -22,6 +22,7 @@ from agent_transcripts import (
     gemini_session,
     healthy,
     looping,
+    qwen_session,
     write_lines,
 )
 from hostile import json_values
@@ -35,6 +36,7 @@ from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 CLAUDE_ID = "55c05628-467e-4fc2-bb1d-069f10823cee"
 CODEX_ID = "01a233b5-13a8-70e1-825d-ce525db4dc71"
 GEMINI_ID = "86f7cf88-6e27-45fb-863e-2273496a43b5"
+QWEN_ID = "3f1c2a90-1b7e-4c55-9d2a-6a0e8c4b7f11"
 
 
 def claude_file(home: Path, turns: list[Turn], session: str = CLAUDE_ID) -> Path:
@@ -56,23 +58,36 @@ def gemini_file(home: Path, turns: list[Turn], session: str = GEMINI_ID) -> Path
     )
 
 
+def qwen_file(home: Path, turns: list[Turn], session: str = QWEN_ID) -> Path:
+    folder = home / ".qwen" / "projects" / "-home-dev-projects-q1" / "chats"
+    return write_lines(folder / f"{session}.jsonl", qwen_session(session, turns))
+
+
 WRITERS: dict[str, Callable[[Path, list[Turn]], Path]] = {
     "claude-code": claude_file,
     "codex": codex_file,
     "gemini": gemini_file,
+    "qwen": qwen_file,
 }
 CALLS = {
     "claude-code": 'Bash {"command":"make","description":"Run it"}',
     "codex": 'exec_command {"cmd":"make"}',
     "gemini": 'run_shell_command {"command":"make","description":"Run it"}',
+    "qwen": 'run_shell_command {"command":"make","description":"Run it"}',
 }
 ANSWERS = {
     "claude-code": "Exit code 1 / make: *** No rule to make target",
     "codex": "Process exited with code 1",
     "gemini": "<untrusted_context> / Output: make: *** No rule",
+    "qwen": "Output: make: *** No rule",  # a failed call: {"error": ...}, as Gemini CLI's
 }
-SESSIONS = {"claude-code": CLAUDE_ID, "codex": CODEX_ID, "gemini": GEMINI_ID}
-DIALECTS = {"claude-code": "anthropic", "codex": "openai_responses", "gemini": "gemini"}
+SESSIONS = {"claude-code": CLAUDE_ID, "codex": CODEX_ID, "gemini": GEMINI_ID, "qwen": QWEN_ID}
+DIALECTS = {
+    "claude-code": "anthropic",
+    "codex": "openai_responses",
+    "gemini": "gemini",
+    "qwen": "gemini",
+}
 
 
 def scan(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
@@ -96,7 +111,8 @@ def test_a_looping_session_is_found_with_its_session_command_and_tokens(
     assert run["meta"]["agent"] == agent
     assert run["meta"]["session"] == SESSIONS[agent]
     assert run["meta"]["started"].startswith("2026-12-01T22:")
-    assert run["meta"]["project"] in ("/home/dev/projects/c3", "/home/dev/projects/x3", "g2")
+    projects = ("/home/dev/projects/c3", "/home/dev/projects/x3", "g2", "/home/dev/projects/q1")
+    assert run["meta"]["project"] in projects
     assert run["requests"] == 11  # ten calls and the final answer
     assert run["tool_calls"] == 10
     assert run["tokens_estimated"] is False  # every answer's usage was recorded
@@ -105,6 +121,21 @@ def test_a_looping_session_is_found_with_its_session_command_and_tokens(
     assert finding["calls"] == [CALLS[agent]]
     assert ANSWERS[agent] in finding["answer"]  # the first line of what the model saw
     assert finding["requests"] >= 5
+
+
+def test_a_qwen_code_session_is_found_where_it_keeps_them_and_read_as_qwen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--agent qwen`` finds ``~/.qwen/projects/<cwd>/chats/*.jsonl``; the recorded
+    session of a real run (its envelope is Claude Code's) is read as Qwen Code's."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    qwen_file(tmp_path, looping())
+    code, report, err = scan(capsys, "--agent", "qwen")
+    assert code == 1, err
+    assert [run["meta"]["agent"] for run in report["files"]] == ["qwen"]
+    recorded = Path(__file__).parent / "recorded" / "agent-clis" / "qwen"
+    head = (recorded / "transcript-sample.jsonl").read_bytes()[:4096]
+    assert agent_of(head) == "qwen"
 
 
 @pytest.mark.parametrize("agent", sorted(WRITERS))

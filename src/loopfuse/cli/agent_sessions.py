@@ -1,5 +1,5 @@
 r"""Coding-agent CLIs' own transcripts (Claude Code, Codex, Gemini CLI, Copilot CLI,
-OpenCode), as conversations.
+OpenCode, Qwen Code), as conversations.
 
 Each CLI keeps every session it ran as a JSON Lines file. ``loopfuse scan`` recognises
 them by their content (:func:`agent_of`) and turns each run they hold into the request
@@ -22,6 +22,7 @@ Copilot CLI     ``~/.copilot/session-state/<id>/events.jsonl``   Anthropic ``mes
                 (``$COPILOT_HOME`` moves ``~/.copilot``)
 OpenCode        ``~/.local/share/opencode/opencode.db``          Anthropic ``messages``
                 (``$XDG_DATA_HOME``), or ``opencode export``
+Qwen Code       ``~/.qwen/projects/<cwd>/chats/<session>.jsonl`` Gemini ``contents``
 ==============  ===============================================  =========================
 
 How each CLI records a session, and how it is read:
@@ -57,6 +58,12 @@ How each CLI records a session, and how it is read:
 - **OpenCode** keeps a session as messages of parts; one assistant message holds each
   step of an answer (``step-start`` ... ``step-finish``): one turn each. Its database
   is read read-only, each session as ``opencode export`` would print it.
+- **Qwen Code** (0.24.4) writes one record a line, Claude Code's envelope (``uuid``,
+  ``parentUuid``, ``sessionId``) around Gemini's messages: ``user``, ``assistant``
+  (``message.parts`` with ``functionCall``) and ``tool_result``
+  (``functionResponse``, ``{"output"}`` or ``{"error"}``) are the conversation, the
+  answers of one turn's calls one message; ``system`` records (telemetry, snapshots)
+  are not.
 
 A line that is not JSON, or not what the CLI writes there, is a problem reported as
 ``"line N: ..."`` and skipped; the rest of the file is still read. A line holding
@@ -96,7 +103,7 @@ __all__ = [
     "sessions_folder",
 ]
 
-AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode")
+AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen")
 """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them."""
 
 _PROBLEMS_SHOWN: Final = 5
@@ -204,6 +211,8 @@ def sessions_folder(agent: str, environ: Mapping[str, str] | None = None) -> Ses
     if agent == "opencode":
         data = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local/share"
         return SessionFolder(agent, (data / "opencode",), "XDG_DATA_HOME")
+    if agent == "qwen":
+        return SessionFolder(agent, (home / ".qwen" / "projects",), "HOME")
     raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
 
 
@@ -230,6 +239,8 @@ def _is_transcript(agent: str, name: str, in_chats: bool) -> bool:
         return name.startswith("rollout-") and name.endswith(".jsonl")
     if agent == "gemini":
         return in_chats and name.endswith((".jsonl", ".json"))
+    if agent == "qwen":
+        return in_chats and name.endswith(".jsonl")
     return name.endswith(".jsonl")  # Claude Code; Copilot CLI: <session>/events.jsonl
 
 
@@ -269,6 +280,8 @@ def _agent_of_line(value: dict[str, Any]) -> str | None:
         return "gemini"
     if "id" in value and kind in _GEMINI_TYPES and "content" in value and "message" not in value:
         return "gemini"
+    if "sessionId" in value and _qwen_record(value):
+        return "qwen"
     if "sessionId" in value or kind in _CLAUDE_ONLY_TYPES:
         return "claude-code"
     if (
@@ -278,6 +291,13 @@ def _agent_of_line(value: dict[str, Any]) -> str | None:
     ):
         return "copilot"
     return None
+
+
+def _qwen_record(value: dict[str, Any]) -> bool:
+    """Whether a record with Claude Code's envelope is Qwen Code's: its messages are
+    Gemini's (``parts``, not ``content``), its own records ``systemPayload``."""
+    message = value.get("message")
+    return "systemPayload" in value or (isinstance(message, dict) and "parts" in message)
 
 
 def agent_of_document(value: object) -> str | None:
@@ -409,6 +429,8 @@ def read_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
         runs = _copilot_runs(session.name, lines)
     elif session.agent == "opencode":
         runs = _opencode_runs(session.name, lines)
+    elif session.agent == "qwen":
+        runs = _qwen_runs(session.name, lines)
     else:
         runs = _gemini_runs(session.name, path, lines)
     bad = len(lines.bad)
@@ -870,6 +892,55 @@ def _gemini_result(part: dict[str, Any]) -> dict[str, Any]:
     if isinstance(answer, str):
         answer = _GEMINI_PGID.sub("", answer)
     return {"functionResponse": {**response, "response": answer}}
+
+
+def _qwen_runs(name: str, lines: _Lines) -> list[AgentRun]:
+    """A Qwen Code session as Gemini ``contents``: its ``user``, ``assistant`` and
+    ``tool_result`` messages as they are (Gemini's parts; a call's answer read as Gemini
+    CLI's, see :func:`_gemini_result`), the answers of one turn in one message."""
+    contents: list[dict[str, Any]] = []
+    info: dict[str, Any] = {}
+    model: str | None = None
+    for number, record in lines:
+        kind = record.get("type")
+        if kind == "system":
+            continue  # the CLI's telemetry and snapshots: never sent
+        message = record.get("message")
+        if kind not in ("user", "assistant", "tool_result") or not isinstance(message, dict):
+            lines.problem(number, "not a Qwen Code session record")
+            continue
+        info = info or record
+        parts = _gemini_parts(message.get("parts"))
+        if kind == "assistant":
+            model = _text(record.get("model")) or model
+            entry: dict[str, Any] = {"role": "model", "parts": parts}
+            usage = record.get("usageMetadata")
+            if isinstance(usage, dict):
+                entry["usageMetadata"] = usage
+            contents.append(entry)
+            continue
+        if kind == "tool_result":
+            parts = [_gemini_result(part) for part in parts]
+            last = contents[-1] if contents else None
+            if last is not None and last["role"] == "user" and _responses_only(last["parts"]):
+                last["parts"].extend(parts)  # the answers to one turn's calls: one message
+                continue
+        if parts:
+            contents.append({"role": "user", "parts": parts})
+    if not contents:
+        return []
+    meta = _meta(
+        agent="qwen",
+        session=info.get("sessionId"),
+        project=info.get("cwd"),
+        started=info.get("timestamp"),
+        model=model,
+    )
+    return [AgentRun(name, {"contents": contents}, meta)]
+
+
+def _responses_only(parts: list[dict[str, Any]]) -> bool:
+    return bool(parts) and all("functionResponse" in part for part in parts)
 
 
 def _gemini_usage(tokens: object) -> dict[str, int]:

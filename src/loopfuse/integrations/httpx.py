@@ -71,7 +71,7 @@ from loopfuse.dedup import (
 )
 from loopfuse.errors import ConfigError, InvalidInputError
 from loopfuse.guard import Guard, GuardDecision, RequestContext
-from loopfuse.guard.guard import GuardOptions, build_guard
+from loopfuse.guard.guard import GuardOptions, GuardSettings, build_guard
 from loopfuse.integrations._extras import installed, require
 from loopfuse.intent import MAX_BODY_BYTES, json_bytes
 
@@ -104,7 +104,7 @@ __all__ = [
     "retry_after",
 ]
 
-DEFAULT_MODE: Final = "warn"
+DEFAULT_MODE: Final = GuardSettings().mode  # the one default (warn), read, not repeated
 """The transports' default ``mode``: a note first, a refusal when the loop goes on. The
 transport sits under code it cannot see; a refusal is an exception that code may not
 handle, while a note lets a capable model leave the loop by itself, for one more call."""
@@ -205,8 +205,6 @@ class _Transport:
         suffixes = tuple(paths)
         if not all(isinstance(path, str) and path for path in suffixes):
             raise ConfigError("paths must be non-empty strings (endings of request paths)")
-        if guard is None:
-            options.setdefault("mode", DEFAULT_MODE)
         self.inner = inner
         self.guard = build_guard(guard, options)
         self.session_header = session_header

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from loopfuse.detector import LoopDetected
 from loopfuse.errors import ConfigError
 from loopfuse.guard import Guard, GuardDecision, RequestContext
-from loopfuse.guard.guard import GuardOptions, build_guard
+from loopfuse.guard.guard import GuardOptions, GuardSettings, build_guard
 from loopfuse.integrations._extras import require, stand_in
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ __all__ = ["DEFAULT_MODE", "ExitBehavior", "LoopfuseMiddleware"]
 ExitBehavior = Literal["end", "error"]
 _EXIT_BEHAVIORS: Final = ("end", "error")
 
-DEFAULT_MODE: Final = "warn"
+DEFAULT_MODE: Final = GuardSettings().mode  # the one default (warn), read, not repeated
 """The middleware's default ``mode``: a note first, a stop when the loop goes on. An
 agent that heeds the note finishes its task; one that does not is stopped one model call
 later than with ``"refuse"``. The note never enters the agent's state."""
@@ -105,7 +105,6 @@ class LoopfuseMiddleware(AgentMiddleware["AgentState[Any]", Any, Any]):
             )
         if guard is None:
             options.setdefault("breaker", None)
-            options.setdefault("mode", DEFAULT_MODE)
         self.guard = build_guard(guard, options)
         self.exit_behavior: ExitBehavior = exit_behavior
         self.last_decision: GuardDecision | None = None

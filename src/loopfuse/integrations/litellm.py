@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, cast
 from loopfuse.breaker import LoopBreaker
 from loopfuse.errors import ConfigError, LoopfuseError
 from loopfuse.guard import Guard, GuardDecision, RequestContext
-from loopfuse.guard.guard import GuardOptions, build_guard
+from loopfuse.guard.guard import GuardOptions, GuardSettings, build_guard
 from loopfuse.guard.memory import TimedRecords
 from loopfuse.guard.request import first_text
 from loopfuse.integrations._extras import require, stand_in
@@ -64,7 +64,7 @@ __all__ = [
     "SessionResolver",
 ]
 
-DEFAULT_MODE: Final = "warn"
+DEFAULT_MODE: Final = GuardSettings().mode  # the one default (warn), read, not repeated
 """The handler's default ``mode``: a note first, a refusal when the loop goes on. The
 proxy serves clients it cannot see; a note lets a capable model leave the loop without
 its client having to handle an error, and the refusal follows if it does not."""
@@ -176,8 +176,6 @@ class LoopfuseHandler(CustomLogger):
             raise ConfigError("LoopfuseHandler does not cache answers: use LiteLLM's cache")
         if session_id is not None and not callable(session_id):
             raise ConfigError("session_id must be a callable (data, user_api_key_dict) or None")
-        if guard is None:
-            options.setdefault("mode", DEFAULT_MODE)
         self.guard = build_guard(guard, options)
         self.session_id = session_id
         self.call_types = frozenset(call_types)

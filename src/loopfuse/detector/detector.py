@@ -139,12 +139,30 @@ class LoopDetector:
 
     # --- the public, locked API ---------------------------------------------------------
 
-    def check(self, calls: Sequence[ToolCall]) -> BatchRecord:
+    def check(self, calls: Sequence[ToolCall], *, answered: bool = True) -> BatchRecord:
         """Count the batch ``calls`` about to run; raise :class:`LoopDetected` to refuse it.
 
         The batch is counted even when refused, so a caller that retries it anyway
         stays refused. Raises :class:`~loopfuse.errors.InvalidInputError` for an empty
         batch or an element that is not a :class:`ToolCall`.
+
+        ``answered=False`` says the answers of the batches before this one are not known
+        and never will be (a hook that runs only before each call): only what no answer
+        could overturn is refused (see :meth:`RunCore.admit
+        <loopfuse.detector.core.RunCore.admit>`).
+
+        >>> from loopfuse.detector import LoopDetected, ToolCall
+        >>> det = LoopDetector()
+        >>> ls, rm = [ToolCall("ls", {})], [ToolCall("rm", {"path": "x"})]
+        >>> for _ in range(9):
+        ...     _ = det.check(ls, answered=False)  # a read: no ceiling, never refused
+        >>> for _ in range(5):
+        ...     _ = det.check(rm, answered=False)
+        >>> try:
+        ...     det.check(rm, answered=False)
+        ... except LoopDetected as loop:
+        ...     print(loop.kind, loop.count)
+        repeat 6
         """
         if isinstance(calls, ToolCall) or not isinstance(calls, Sequence):
             raise InvalidInputError("check() takes a sequence of ToolCall")
@@ -167,7 +185,14 @@ class LoopDetector:
         observation, costly, wait = settings.reader.kinds(names, args)
         with self._lock:
             record, error = self._core.admit(
-                signature, names, args, observation, costly, calls=tuple(calls), wait=wait
+                signature,
+                names,
+                args,
+                observation,
+                costly,
+                calls=tuple(calls),
+                wait=wait,
+                answered=answered,
             )
         if error is not None:
             raise error

@@ -33,10 +33,13 @@ class Repeat(Signal):
     kind = "repeat"
     setting = "max_strikes"
 
-    def judge(self, run: Run, entry: HistoryEntry, record: BatchRecord) -> Refusal | None:
+    def judge(
+        self, run: Run, entry: HistoryEntry, record: BatchRecord, answered: bool = True
+    ) -> Refusal | None:
         """The refusal of the batch just admitted into ``run`` (its ``entry`` and
         ``record``), if any; sets ``record.rescued`` when it passed only because an
-        answer moved."""
+        answer moved. ``answered=False``: no answer of the run is known (its message
+        then says nothing of them)."""
         settings = run.settings
         ceiling: int | None
         if entry.limit is not None:
@@ -61,7 +64,10 @@ class Repeat(Signal):
         count = total if ceiling_hit else strikes
         # "Got the same result" only when every answer seen in the streak repeated.
         same = strikes_hit and run.repeated >= max(1, strikes - 2)
-        message = self.message(entry.names, count, same=same, moved=not strikes_hit)
+        if answered:
+            message = self.message(entry.names, count, same=same, moved=not strikes_hit)
+        else:
+            message = self.unanswered_message(entry.names, count)
         loop = self.loop(record.signature, count, entry.names, message)
         return Refusal("ceiling" if ceiling_hit else "strikes", LoopDetected.of(loop))
 
@@ -100,6 +106,19 @@ class Repeat(Signal):
         if same:
             return head + " and got the same result each time. " + _ADVICE
         return head + ". " + _ADVICE
+
+    def unanswered_message(self, names: tuple[str, ...], count: int) -> str:
+        """The model-facing message for a repeat refused without any answer known: it
+        claims nothing about the results.
+
+        >>> REPEAT.unanswered_message(("bash",), 6)[:64]
+        'Loop detected: you called `bash` with the same arguments 6 times'
+        """
+        return (
+            f"Loop detected: you called {names_text(names)} with the same arguments "
+            f"{count} times in a row. Repeating the same call is not converging: stop "
+            "repeating it and try a different approach, or stop and say what is blocking you."
+        )
 
 
 REPEAT: Final = Repeat()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loopfuse.cli import settings_text
+from loopfuse.cli import crush_settings, settings_text
 from loopfuse.harness import ToolKind, crush
 
 RECORDED = Path(__file__).parent / "recorded" / "agent-clis" / "crush"
@@ -115,43 +115,43 @@ def test_settings_paths(tmp_path: Path) -> None:
 
 
 def test_install_into_no_file_writes_one_flat_pre_tool_use_entry() -> None:
-    text = crush.install("", COMMAND)
+    text = crush_settings.install("", COMMAND)
     assert json.loads(text) == {
         "hooks": {
             "PreToolUse": [{"name": "loopfuse", "command": COMMAND, "timeout": crush.HOOK_TIMEOUT}]
         }
     }
-    assert crush.commands(text) == [COMMAND]
-    assert crush.uninstall(text) == ""
+    assert crush_settings.commands(text) == [COMMAND]
+    assert crush_settings.uninstall(text) == ""
 
 
 def test_install_keeps_the_users_hooks_and_bytes_and_is_idempotent() -> None:
     original = (RECORDED / "crush.json").read_text("utf-8")
-    once = crush.install(original, COMMAND)
+    once = crush_settings.install(original, COMMAND)
     hooks = json.loads(once)["hooks"]["PreToolUse"]
     assert hooks[0]["name"] == "no-rm-rf"  # the user's hook runs first, as before
     assert hooks[1]["command"] == COMMAND
-    assert crush.install(once, COMMAND) == once
-    other = crush.install(once, COMMAND + " --mode refuse")
-    assert crush.commands(other) == [COMMAND + " --mode refuse"]  # replaced, not added
-    assert crush.uninstall(other) == original
+    assert crush_settings.install(once, COMMAND) == once
+    other = crush_settings.install(once, COMMAND + " --mode refuse")
+    assert crush_settings.commands(other) == [COMMAND + " --mode refuse"]  # replaced, not added
+    assert crush_settings.uninstall(other) == original
 
 
 def test_uninstall_leaves_other_settings_and_a_commented_file() -> None:
     text = '{\n  // mine\n  "options": {"debug": true}\n}\n'
-    installed = crush.install(text, COMMAND)
+    installed = crush_settings.install(text, COMMAND)
     assert "// mine" in installed
-    assert crush.uninstall(installed) == text
+    assert crush_settings.uninstall(installed) == text
 
 
 def test_a_command_that_only_mentions_loopfuse_is_not_ours() -> None:
     text = json.dumps({"hooks": {"PreToolUse": [{"command": "echo loopfuse hook --agent crush"}]}})
-    assert crush.commands(text) == []
-    assert crush.uninstall(text) == text
+    assert crush_settings.commands(text) == []
+    assert crush_settings.uninstall(text) == text
 
 
 def test_hooks_of_the_wrong_shape_are_refused_not_overwritten() -> None:
     with pytest.raises(settings_text.SettingsTextError):
-        crush.install('{"hooks": []}', COMMAND)
+        crush_settings.install('{"hooks": []}', COMMAND)
     with pytest.raises(settings_text.SettingsTextError):
-        crush.install('{"hooks": {"PreToolUse": {}}}', COMMAND)
+        crush_settings.install('{"hooks": {"PreToolUse": {}}}', COMMAND)

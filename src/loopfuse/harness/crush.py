@@ -7,7 +7,7 @@ install, which this project's machines cannot reach (docs/agent-clis-verified.md
 ``tests/recorded/agent-clis/crush/README.md``:
 
 - a hook is an entry ``{"name", "matcher", "command", "timeout"}`` (flat: no ``hooks``
-  level, no ``type``) in the list ``hooks.PreToolUse`` of ``crush.json`` (the project's,
+  level, no ``type``; written by :mod:`loopfuse.cli.crush_settings`) in the list ``hooks.PreToolUse`` of ``crush.json`` (the project's,
   or ``~/.config/crush/crush.json``: ``$XDG_CONFIG_HOME/crush/crush.json``); Crush runs
   it through its embedded POSIX shell with one JSON object on stdin,
   ``{"event", "session_id", "cwd", "tool_name", "tool_input"}`` (no ``hook_event_name``,
@@ -35,15 +35,11 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, NamedTuple
+from typing import Final, Literal, NamedTuple
 
 from loopfuse.harness.base import Harness, Tool, ToolKind
-
-if TYPE_CHECKING:
-    from loopfuse.cli import settings_text
 
 __all__ = [
     "AFTER_EVENTS",
@@ -53,12 +49,9 @@ __all__ = [
     "CrushEvent",
     "CrushPayloadError",
     "answer",
-    "commands",
-    "install",
     "probe_payload",
     "read_payload",
     "settings_path",
-    "uninstall",
     "user_message",
 ]
 
@@ -262,137 +255,3 @@ def settings_path(project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         return Path(config) / "crush" / "crush.json"
     home = env.get("HOME") or str(Path.home())
     return Path(home) / ".config" / "crush" / "crush.json"
-
-
-# --- crush.json, edited as text -------------------------------------------------------
-
-
-def _ours(entry: object) -> bool:
-    """Whether a ``hooks.PreToolUse`` entry is one ``init`` writes: its command's words
-    are a ``loopfuse`` console script (any path; or ``PYTHON -m loopfuse``) then ``hook
-    --agent crush``. A command that only mentions loopfuse is not ours.
-
-    >>> _ours({"name": "loopfuse", "command": "/v/bin/loopfuse hook --agent crush"})
-    True
-    >>> _ours({"command": "notify loopfuse hook --agent crush"})
-    False
-    """
-    if not isinstance(entry, dict):
-        return False
-    command = entry.get("command")
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    if words and os.path.basename(words[0]) == "loopfuse":
-        rest = words[1:]
-    elif words[1:3] == ["-m", "loopfuse"]:
-        rest = words[3:]
-    else:
-        return False
-    return rest[:3] == ["hook", "--agent", "crush"]
-
-
-def commands(text: str) -> list[str]:
-    """The commands of loopfuse's entries in the ``crush.json`` ``text``."""
-    from loopfuse.cli import settings_text  # the text editor lives with init for now
-
-    if not text.strip():
-        return []
-    settings = settings_text.load(text, comments=True)
-    hooks = settings.get("hooks") if isinstance(settings, dict) else None
-    if not isinstance(hooks, dict):
-        return []
-    found = []
-    for entries in hooks.values():
-        for entry in entries if isinstance(entries, list) else ():
-            if _ours(entry):
-                found.append(entry["command"])
-    return found
-
-
-def install(text: str, command: str) -> str:
-    """``text`` (a ``crush.json``; ``""``: no file yet) with one entry running
-    ``command`` before every tool call, and none other of loopfuse's: an entry of an
-    earlier run is replaced where it was. Every other byte of the file stays."""
-    from loopfuse.cli import settings_text
-
-    entry = {"name": HOOK_NAME, "command": command, "timeout": HOOK_TIMEOUT}
-    text = _without_ours(text, keep=True) if text.strip() else "{}\n"
-    root = _root(text)
-    at = root.find("hooks")
-    if at is None:
-        return settings_text.append(text, root, {"PreToolUse": [entry]}, "hooks")
-    if text[root.values[at][0]] != "{":
-        raise settings_text.SettingsTextError("'hooks' is not a JSON object; fix it by hand")
-    hooks = settings_text.outline(text, root.values[at][0], True)
-    where = hooks.find("PreToolUse")
-    if where is None:
-        return settings_text.append(text, hooks, [entry], "PreToolUse")
-    if text[hooks.values[where][0]] != "[":
-        raise settings_text.SettingsTextError("'hooks.PreToolUse' is not a list; fix it by hand")
-    return settings_text.append(
-        text, settings_text.outline(text, hooks.values[where][0], True), entry
-    )
-
-
-def uninstall(text: str) -> str:
-    """``text`` without loopfuse's entries (and without the list and the ``hooks``
-    object that only held them); ``""`` when nothing else is left in the file."""
-    if not text.strip():
-        return text
-    text = _without_ours(text, keep=False)
-    from loopfuse.cli import settings_text
-
-    if settings_text.load(text, comments=True) == {} and not _has_comments(text):
-        return ""
-    return text
-
-
-def _has_comments(text: str) -> bool:
-    from loopfuse.cli import settings_text
-
-    return settings_text.strip_comments(text, True) != text
-
-
-def _root(text: str) -> settings_text.Container:
-    from loopfuse.cli import settings_text
-
-    start = len(text) - len(text.lstrip())
-    return settings_text.outline(text, start, True)
-
-
-def _without_ours(text: str, keep: bool) -> str:
-    """``text`` without loopfuse's entries, one at a time; with ``keep`` the list
-    ``hooks.PreToolUse`` (about to be filled again) and the ``hooks`` object stay."""
-    from loopfuse.cli import settings_text
-
-    while True:
-        plain = settings_text.strip_comments(text, True)
-        root = settings_text.outline(text, len(text) - len(text.lstrip()), True)
-        at = root.find("hooks")
-        if at is None or text[root.values[at][0]] != "{":
-            return text
-        hooks = settings_text.outline(text, root.values[at][0], True)
-        edited = None
-        for index, (start, _) in enumerate(hooks.values):
-            if text[start] != "[":
-                continue
-            entries = settings_text.outline(text, start, True)
-            for position, (begin, end) in enumerate(entries.values):
-                if not _ours(json.loads(plain[begin:end])):
-                    continue
-                if len(entries.elements) > 1 or (keep and hooks.keys[index] == "PreToolUse"):
-                    edited = settings_text.delete(text, entries, position)
-                elif len(hooks.elements) > 1 or keep:
-                    edited = settings_text.delete(text, hooks, index)
-                else:
-                    edited = settings_text.delete(text, root, at)
-                break
-            if edited is not None:
-                break
-        if edited is None:
-            return text
-        text = edited

@@ -8,7 +8,8 @@ install, which this project's machines cannot reach (docs/agent-clis-verified.md
 
 - a hook is an entry ``{"name", "matcher", "command", "timeout"}`` (flat: no ``hooks``
   level, no ``type``; written by :mod:`loopfuse.cli.crush_settings`) in the list
-  ``hooks.PreToolUse`` of ``crush.json`` (the project's, or ``~/.config/crush/crush.json``: ``$XDG_CONFIG_HOME/crush/crush.json``); Crush runs
+  ``hooks.PreToolUse`` of ``crush.json`` (the project's, or
+  ``$XDG_CONFIG_HOME/crush/crush.json``, ``~/.config/crush/crush.json``); Crush runs
   it through its embedded POSIX shell with one JSON object on stdin,
   ``{"event", "session_id", "cwd", "tool_name", "tool_input"}`` (no ``hook_event_name``,
   no call id) and ``CRUSH_EVENT``, ``CRUSH_SESSION_ID``, ``CRUSH_TOOL_NAME`` … set;

@@ -68,6 +68,28 @@ def test_a_hooks_map_without_groups_holds_the_handlers_themselves() -> None:
     assert json.loads(flat.uninstall(alone, ours)) == {}
 
 
+def test_a_flat_map_of_untyped_entries_with_fields_of_their_own() -> None:
+    """Crush's ``crush.json``: ``{Event: [{"name", "timeout", "command"}]}``, no ``type``."""
+    flat = HooksMap(("before",), grouped=False, kind=(), extra=(("name", "lf"), ("timeout", 10)))
+    text = '{\n  "hooks": {"before": [{"name": "mine", "command": "./guard.sh"}]}\n}\n'
+    done = flat.install(text, "lf hook", ours)
+    assert json.loads(done)["hooks"]["before"] == [
+        {"name": "mine", "command": "./guard.sh"},
+        {"name": "lf", "timeout": 10, "command": "lf hook"},
+    ]
+    assert flat.commands(done, ours) == {"before": ["lf hook"]}
+    assert flat.install(done, "lf hook", ours) == done
+    assert flat.commands(flat.install(done, "lf hook --b", ours), ours) == {
+        "before": ["lf hook --b"]
+    }
+    assert flat.uninstall(done, ours) == text
+    assert flat.same_but_spacing(flat.uninstall(flat.install("", "lf hook", ours), ours), "")
+    # Where handlers are typed, one without the type is never loopfuse's.
+    typed = HooksMap(("before",), grouped=False)
+    assert typed.commands(done, ours) == {}
+    assert typed.uninstall(done, ours) == done
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

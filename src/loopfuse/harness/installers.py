@@ -12,6 +12,7 @@ The kinds:
 - :class:`HooksMap`: the ``"hooks": {Event: [...]}`` map of a JSON settings file, edited
   as text (:mod:`loopfuse.harness.settings_text`): every byte that is not one of
   loopfuse's entries stays as it was. Claude Code, Codex, Gemini CLI and Qwen Code;
+  Crush's ``crush.json`` (flat entries ``{"name", "timeout", "command"}``, no group);
 - :class:`WholeFile`: a file that is loopfuse's alone (a plugin, an extension, a hooks
   file of its own): written whole from a template, removed whole, and a file at its
   place that is not one loopfuse wrote is refused.
@@ -55,7 +56,11 @@ class HooksMap:
     ``matcher``; ``comments``: the CLI reads ``//`` and ``/* */`` comments in the file
     (Gemini CLI, Qwen Code); ``command_key``: the handler's field holding the command
     line; ``grouped``: ``False`` for a map whose event lists hold the handlers
-    themselves (``{Event: [{"type": "command", COMMAND_KEY: CMD}]}``, no matcher level).
+    themselves (``{Event: [{"type": "command", COMMAND_KEY: CMD}]}``, no matcher level);
+    ``kind``: the fields that make a handler a command's (``"type": "command"``): a
+    handler without them is never loopfuse's; Crush's flat entries have no ``type``
+    (``kind=()``); ``extra``: more fields of loopfuse's handler, before its command
+    (Crush's ``name`` and ``timeout``).
 
     What is there is kept, byte for byte; a second install changes nothing; uninstall
     takes out loopfuse's handlers, and the groups, event lists and ``hooks`` object that
@@ -68,6 +73,8 @@ class HooksMap:
     comments: bool = False
     command_key: str = "command"
     grouped: bool = True
+    kind: tuple[tuple[str, str], ...] = (("type", "command"),)
+    extra: tuple[tuple[str, object], ...] = ()
 
     def check(self, text: str) -> None:
         """:class:`InstallError` if ``text`` is not a JSON object these edits can read
@@ -156,7 +163,8 @@ class HooksMap:
         return value
 
     def _entry(self, event: str, command: str) -> dict[str, Any]:
-        handler: dict[str, Any] = {"type": "command", self.command_key: command}
+        handler: dict[str, Any] = {**dict(self.kind), **dict(self.extra)}
+        handler[self.command_key] = command
         if not self.grouped:
             return handler
         entry: dict[str, Any] = {"hooks": [handler]}
@@ -172,7 +180,9 @@ class HooksMap:
         return handlers if isinstance(handlers, list) else None
 
     def _is_ours(self, handler: object, ours: Ours) -> bool:
-        if not isinstance(handler, dict) or handler.get("type") != "command":
+        if not isinstance(handler, dict):
+            return False
+        if any(handler.get(key) != value for key, value in self.kind):
             return False
         command = handler.get(self.command_key)
         return isinstance(command, str) and ours(command)

@@ -24,15 +24,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from loopfuse.cli.hook_state import load, session_path
 
 SESSION = "5a1e0c9f-3b7d-4e52-9d1a-2c6f8e4b7a10"
 TIMEOUT = 10.0  # the timeout loopfuse init writes (Crush's default is 30 s)
-NOT_WIRED = pytest.mark.xfail(
-    strict=True,
-    reason="`loopfuse hook` takes --agent crush once harness.crush's CLI is in the AgentCli "
-    "registry (helper homes' contract, not on main when this was written)",
-)
 
 
 @dataclass
@@ -50,7 +45,7 @@ class CrushRunner:
 
     def __init__(self, tmp: Path, *flags: str, env: dict[str, str] | None = None) -> None:
         self.project = tmp / "project"
-        self.project.mkdir(exist_ok=True)
+        self.project.mkdir(parents=True, exist_ok=True)
         self.command = shlex.join(
             [sys.executable, "-m", "loopfuse", "hook", "--agent", "crush", *flags]
         )
@@ -144,7 +139,6 @@ def read_answer(status: int, stdout: str, stderr: str) -> tuple[str, bool, str, 
 TESTS = {"command": "npm test", "description": "Run the tests"}
 
 
-@NOT_WIRED
 def test_a_looping_model_is_noted_then_refused(tmp_path: Path) -> None:
     crush = CrushRunner(tmp_path)
     outcomes = [crush.call("bash", TESTS, "1 failing") for _ in range(7)]
@@ -159,7 +153,6 @@ def test_a_looping_model_is_noted_then_refused(tmp_path: Path) -> None:
     assert "same result" not in refused.answer  # the guard never saw one
 
 
-@NOT_WIRED
 def test_refuse_mode_refuses_the_sixth_call_and_end_session_halts(tmp_path: Path) -> None:
     crush = CrushRunner(tmp_path, "--mode", "refuse", "--end-session")
     outcomes = [crush.call("bash", TESTS) for _ in range(7)]
@@ -185,6 +178,13 @@ def test_a_healthy_run_and_a_repeated_read_are_untouched(tmp_path: Path) -> None
         outcome = crush.call(tool, arguments)
         assert outcome.ran
         assert outcome.answer == "ok"  # no note either
+    # Each call was judged (not let through unread): the session holds every one of them.
+    state = load(session_path(str(tmp_path / "state"), "crush", SESSION))
+    judged = [(e[2], e[3]) for e in state.events if e[0] == "call"]
+    assert judged == [
+        (tool, {"command": a["command"]} if tool == "bash" else a) for tool, a in calls
+    ]
+    assert not (tmp_path / "state" / "hook.log").exists()  # nothing failed
 
 
 def test_a_broken_state_folder_fails_open(tmp_path: Path) -> None:
@@ -195,6 +195,11 @@ def test_a_broken_state_folder_fails_open(tmp_path: Path) -> None:
         status, stdout, _ = crush.hook("bash", TESTS)
         assert status == 0  # Crush: no opinion, the call runs
         assert stdout == ""
+    # The same calls with a state folder that works: the guard answers by the 6th.
+    working = CrushRunner(tmp_path / "working")
+    answers = [working.hook("bash", TESTS)[1] for _ in range(8)]
+    assert answers[:5] == [""] * 5
+    assert all(answers[5:])
 
 
 def test_the_runner_reads_answers_as_crush_does() -> None:

@@ -73,16 +73,23 @@ def test_each_cli_answers_by_the_rules_of_render(name: str) -> None:
     before = cli.parse(cli.probe_event("s"))
     after = before._replace(phase="after", event_name=cli.after_events[0])
     assert cli.render(before, "allow", "r") == ("", 0)
-    assert cli.render(before, "note", "r") == ("", 0)  # a note only after a call
     assert cli.render(after, "deny", "r") == ("", 0)  # a call that ran is not refused
     refused, status = cli.render(before, "deny", "because")
     assert status == 0
     assert "because" in refused
     assert "continue" not in refused
-    noted, _ = cli.render(after, "note", "look")
+    assert "halt" not in refused
+    if cli.answers_reach_hook:
+        assert cli.render(before, "note", "r") == ("", 0)  # a note only after a call
+        noted, _ = cli.render(after, "note", "look")
+    else:  # no hook after a call (Crush): the note goes with the call's answer, given
+        assert cli.render(after, "note", "r") == ("", 0)  # before it ran, and not again
+        noted, _ = cli.render(before, "note", "look")
     assert "look" in noted
     ended, _ = cli.render(before, "end", "because")
-    assert ('"continue": false' in ended) is cli.can_end_session
+    # Crush ends a turn with "halt", the others with Claude Code's "continue".
+    end_word = '"halt": true' if name == "crush" else '"continue": false'
+    assert (end_word in ended) is cli.can_end_session
 
 
 def test_an_event_of_another_phase_is_not_a_tool_event() -> None:

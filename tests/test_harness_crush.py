@@ -1,16 +1,25 @@
-"""Crush's hook protocol and settings file (loopfuse.harness.crush), on payloads built from
-Crush's source (tests/recorded/agent-clis/crush/README.md says from which files and commits:
-Crush cannot be installed here)."""
+"""Crush's hook protocol and settings file (loopfuse.harness.crush's CLI), on payloads built
+from Crush's source (tests/recorded/agent-clis/crush/README.md says from which files and
+commits: Crush cannot be installed here)."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from loopfuse.cli import crush_settings, settings_text
+from loopfuse.cli import doctor, init
+from loopfuse.cli.agents import parse_event
+from loopfuse.cli.init import is_our_command
 from loopfuse.harness import ToolKind, crush
+from loopfuse.harness.agent_cli import PROBE_TOOL, HookPayloadError
+from loopfuse.harness.installers import InstallError
+
+CLI = crush.CLI
 
 RECORDED = Path(__file__).parent / "recorded" / "agent-clis" / "crush"
 COMMAND = "/venv/bin/loopfuse hook --agent crush"
@@ -23,7 +32,7 @@ def payload(name: str) -> dict[str, object]:
 
 
 def test_a_pre_tool_use_payload_is_read_without_the_shells_prose() -> None:
-    event = crush.read_payload(payload("pre-bash.json"))
+    event = CLI.parse(payload("pre-bash.json"))
     assert event.phase == "before"
     assert event.event_name == "PreToolUse"
     assert event.session == "5a1e0c9f-3b7d-4e52-9d1a-2c6f8e4b7a10"
@@ -36,19 +45,19 @@ def test_a_pre_tool_use_payload_is_read_without_the_shells_prose() -> None:
     ("name", "kind"), [("pre-view.json", ToolKind.READ), ("pre-edit.json", ToolKind.EDITOR)]
 )
 def test_its_tools_are_declared(name: str, kind: ToolKind) -> None:
-    event = crush.read_payload(payload(name))
+    event = CLI.parse(payload(name))
     assert crush.HARNESS.kind(event.tool_name, event.tool_input) is kind
 
 
 @pytest.mark.parametrize("spelling", ["pretooluse", "pre_tool_use", "PRE_TOOL_USE"])
 def test_event_names_are_read_as_crush_normalises_them(spelling: str) -> None:
-    event = crush.read_payload({**payload("pre-bash.json"), "event": spelling})
+    event = CLI.parse({**payload("pre-bash.json"), "event": spelling})
     assert event.event_name == "PreToolUse"
 
 
 def test_pre_compact_is_not_a_tool_event() -> None:
-    with pytest.raises(crush.CrushPayloadError, match="not a tool event"):
-        crush.read_payload(payload("precompact.json"))
+    with pytest.raises(HookPayloadError, match="not a tool event"):
+        CLI.parse(payload("precompact.json"))
 
 
 @pytest.mark.parametrize(
@@ -62,12 +71,12 @@ def test_pre_compact_is_not_a_tool_event() -> None:
     ],
 )
 def test_a_payload_that_is_not_crushs_is_refused_with_a_typed_error(broken: object) -> None:
-    with pytest.raises(crush.CrushPayloadError):
-        crush.read_payload(broken)
+    with pytest.raises(HookPayloadError):
+        parse_event(broken, "crush")  # as the hook reads it: --agent crush
 
 
 def test_the_unreleased_post_tool_use_carries_the_answer_and_its_failure_flag() -> None:
-    event = crush.read_payload(payload("post-bash-pr3146.json"))
+    event = CLI.parse(payload("post-bash-pr3146.json"))
     assert event.phase == "after"
     assert event.error is True
     assert isinstance(event.answer, str)
@@ -75,83 +84,204 @@ def test_the_unreleased_post_tool_use_carries_the_answer_and_its_failure_flag() 
 
 
 def test_answers_are_json_with_exit_status_zero_in_crushs_fields() -> None:
-    before = crush.read_payload(payload("pre-bash.json"))
-    assert crush.answer(before, "allow", "") == ("", 0)
-    assert json.loads(crush.answer(before, "note", "N")[0]) == {"context": "N"}
-    assert json.loads(crush.answer(before, "deny", "R")[0]) == {"decision": "deny", "reason": "R"}
-    end = json.loads(crush.answer(before, "end", "R")[0])
+    before = CLI.parse(payload("pre-bash.json"))
+    assert CLI.render(before, "allow", "") == ("", 0)
+    assert json.loads(CLI.render(before, "note", "N")[0]) == {"context": "N"}
+    assert json.loads(CLI.render(before, "deny", "R")[0]) == {"decision": "deny", "reason": "R"}
+    end = json.loads(CLI.render(before, "end", "R")[0])
     assert end == {"decision": "deny", "reason": "R", "halt": True}  # still a refusal
-    assert {crush.answer(before, a, "x")[1] for a in ("note", "deny", "end")} == {0}
+    assert {CLI.render(before, a, "x")[1] for a in ("note", "deny", "end")} == {0}
 
 
-def test_after_a_call_nothing_is_refused_but_a_note_and_a_halt_still_go() -> None:
-    after = crush.read_payload(payload("post-bash-pr3146.json"))
-    assert crush.answer(after, "deny", "R") == ("", 0)
-    assert json.loads(crush.answer(after, "note", "N")[0]) == {"context": "N"}
-    assert json.loads(crush.answer(after, "end", "R")[0]) == {"halt": True, "reason": "R"}
+def test_after_a_call_nothing_is_refused_nor_noted_again_but_a_halt_still_goes() -> None:
+    after = CLI.parse(payload("post-bash-pr3146.json"))
+    assert CLI.render(after, "deny", "R") == ("", 0)
+    assert CLI.render(after, "note", "N") == ("", 0)  # given with the call's before-answer
+    assert json.loads(CLI.render(after, "end", "R")[0]) == {"halt": True, "reason": "R"}
 
 
 def test_a_message_for_the_user_allows_the_call_without_a_decision() -> None:
-    text, status = crush.user_message("settings refused")
+    text, status = CLI.render_user_message(CLI.parse(payload("pre-bash.json")), "settings refused")
     assert status == 0
     assert json.loads(text) == {"reason": "settings refused"}  # no decision: no opinion
 
 
 def test_the_doctor_probe_is_read_as_a_pre_tool_use() -> None:
-    event = crush.read_payload(crush.probe_payload("doctor-1"))
-    assert (event.phase, event.session, event.tool_name) == ("before", "doctor-1", "bash")
+    probe = CLI.probe_event("doctor-1")
+    assert set(probe) == set(payload("pre-bash.json"))  # Crush's fields, no others
+    event = CLI.parse(probe)
+    assert (event.phase, event.session, event.tool_name) == ("before", "doctor-1", PROBE_TOOL)
 
 
 def test_settings_paths(tmp_path: Path) -> None:
     home = {"HOME": "/h"}
-    assert crush.settings_path(False, home, tmp_path) == Path("/h/.config/crush/crush.json")
+    assert CLI.settings_path(False, home, tmp_path) == Path("/h/.config/crush/crush.json")
     xdg = {"HOME": "/h", "XDG_CONFIG_HOME": "/x"}
-    assert crush.settings_path(False, xdg, tmp_path) == Path("/x/crush/crush.json")
-    assert crush.settings_path(True, home, tmp_path) == tmp_path / "crush.json"
+    assert CLI.settings_path(False, xdg, tmp_path) == Path("/x/crush/crush.json")
+    own = {**xdg, "CRUSH_GLOBAL_CONFIG": "/g"}  # Crush's own variable: a folder
+    assert CLI.settings_path(False, own, tmp_path) == Path("/g/crush.json")
+    assert CLI.settings_path(True, home, tmp_path) == tmp_path / "crush.json"
     (tmp_path / ".crush.json").write_text("{}")
-    assert crush.settings_path(True, home, tmp_path) == tmp_path / ".crush.json"
+    assert CLI.settings_path(True, home, tmp_path) == tmp_path / ".crush.json"
     (tmp_path / "crush.json").write_text("{}")
-    assert crush.settings_path(True, home, tmp_path) == tmp_path / "crush.json"
+    assert CLI.settings_path(True, home, tmp_path) == tmp_path / "crush.json"
+
+
+def test_init_installs_for_pre_tool_use_only() -> None:
+    # No released Crush fires another event; doctor asks for these.
+    assert CLI.events == ("PreToolUse",)
+    assert CLI.phase_of("PostToolUse") == "after"  # still read when one comes
+
+
+INSTALLER = CLI.installer
+
+
+def install(text: str, command: str = COMMAND) -> str:
+    return INSTALLER.install(text, command, is_our_command)
+
+
+def uninstall(text: str) -> str:
+    return INSTALLER.uninstall(text, is_our_command)
+
+
+def commands(text: str) -> list[str]:
+    return INSTALLER.commands(text, is_our_command).get("PreToolUse", [])
 
 
 def test_install_into_no_file_writes_one_flat_pre_tool_use_entry() -> None:
-    text = crush_settings.install("", COMMAND)
+    text = install("")
     assert json.loads(text) == {
         "hooks": {
-            "PreToolUse": [{"name": "loopfuse", "command": COMMAND, "timeout": crush.HOOK_TIMEOUT}]
+            "PreToolUse": [{"name": "loopfuse", "timeout": crush.HOOK_TIMEOUT, "command": COMMAND}]
         }
     }
-    assert crush_settings.commands(text) == [COMMAND]
-    assert crush_settings.uninstall(text) == ""
+    assert INSTALLER.commands(text, is_our_command) == {"PreToolUse": [COMMAND]}
+    assert INSTALLER.same_but_spacing(uninstall(text), "")  # init removes the file
 
 
 def test_install_keeps_the_users_hooks_and_bytes_and_is_idempotent() -> None:
     original = (RECORDED / "crush.json").read_text("utf-8")
-    once = crush_settings.install(original, COMMAND)
+    once = install(original)
     hooks = json.loads(once)["hooks"]["PreToolUse"]
     assert hooks[0]["name"] == "no-rm-rf"  # the user's hook runs first, as before
     assert hooks[1]["command"] == COMMAND
-    assert crush_settings.install(once, COMMAND) == once
-    other = crush_settings.install(once, COMMAND + " --mode refuse")
-    assert crush_settings.commands(other) == [COMMAND + " --mode refuse"]  # replaced, not added
-    assert crush_settings.uninstall(other) == original
+    assert install(once) == once
+    other = install(once, COMMAND + " --mode refuse")
+    assert commands(other) == [COMMAND + " --mode refuse"]  # replaced, not added
+    assert uninstall(other) == original
 
 
 def test_uninstall_leaves_other_settings_and_a_commented_file() -> None:
     text = '{\n  // mine\n  "options": {"debug": true}\n}\n'
-    installed = crush_settings.install(text, COMMAND)
+    installed = install(text)
     assert "// mine" in installed
-    assert crush_settings.uninstall(installed) == text
+    assert uninstall(installed) == text
 
 
 def test_a_command_that_only_mentions_loopfuse_is_not_ours() -> None:
     text = json.dumps({"hooks": {"PreToolUse": [{"command": "echo loopfuse hook --agent crush"}]}})
-    assert crush_settings.commands(text) == []
-    assert crush_settings.uninstall(text) == text
+    assert commands(text) == []
+    assert uninstall(text) == text
 
 
 def test_hooks_of_the_wrong_shape_are_refused_not_overwritten() -> None:
-    with pytest.raises(settings_text.SettingsTextError):
-        crush_settings.install('{"hooks": []}', COMMAND)
-    with pytest.raises(settings_text.SettingsTextError):
-        crush_settings.install('{"hooks": {"PreToolUse": {}}}', COMMAND)
+    with pytest.raises(InstallError):
+        install('{"hooks": []}')
+    with pytest.raises(InstallError):
+        install('{"hooks": {"PreToolUse": {}}}')
+
+
+# -- loopfuse init --agent crush, loopfuse doctor ----------------------------------------
+
+SCRIPT = f"{sys.executable} -m loopfuse"
+
+
+def run_init(home: Path, cwd: Path, *flags: str, **env: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = init.main(
+        ["--agent", "crush", *flags],
+        env={"HOME": str(home), **env},
+        cwd=cwd,
+        stdout=out,
+        stderr=err,
+        executable=SCRIPT,
+    )
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_init_user_scope_idempotent_dry_run_and_remove(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir(parents=True)
+    path = home / ".config" / "crush" / "crush.json"
+    path.parent.mkdir(parents=True)
+    original = '{\n  "$schema": "https://charm.land/crush.json",\n  "options": {"debug": true}\n}\n'
+    path.write_text(original)
+    status, out, _ = run_init(home, project, "--dry-run")
+    assert status == 0
+    assert f"{SCRIPT} hook --agent crush" in out
+    assert path.read_text() == original
+    assert run_init(home, project)[0] == 0
+    entry = {"name": "loopfuse", "timeout": 10, "command": f"{SCRIPT} hook --agent crush"}
+    assert json.loads(path.read_text())["hooks"] == {"PreToolUse": [entry]}
+    text = path.read_text()
+    assert "already" in run_init(home, project)[1]
+    assert path.read_text() == text
+    assert run_init(home, project, "--end-session")[0] == 0  # Crush can halt its turn
+    assert commands(path.read_text()) == [f"{SCRIPT} hook --agent crush --end-session"]
+    assert run_init(home, project, "--remove")[0] == 0
+    assert path.read_text() == original
+    assert not (project / "crush.json").exists()
+
+
+def test_init_follows_crushs_own_folder_variables(tmp_path: Path) -> None:
+    assert run_init(tmp_path, tmp_path, XDG_CONFIG_HOME=str(tmp_path / "x"))[0] == 0
+    assert commands((tmp_path / "x" / "crush" / "crush.json").read_text())
+    own = {"XDG_CONFIG_HOME": str(tmp_path / "x"), "CRUSH_GLOBAL_CONFIG": str(tmp_path / "g")}
+    assert run_init(tmp_path, tmp_path, **own)[0] == 0
+    assert commands((tmp_path / "g" / "crush.json").read_text())
+
+
+def test_init_project_scope_writes_crush_json_or_the_hidden_one_there(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir(parents=True)
+    assert run_init(home, project, "--project")[0] == 0
+    assert commands((project / "crush.json").read_text())
+    assert not home.exists()
+    assert run_init(home, project, "--project", "--remove")[0] == 0
+    assert not (project / "crush.json").exists()  # there was none before init
+    hidden = project / ".crush.json"
+    hidden.write_text('{"options": {}}\n')
+    assert run_init(home, project, "--project")[0] == 0
+    assert commands(hidden.read_text())
+    assert not (project / "crush.json").exists()
+    assert run_init(home, project, "--project", "--remove")[0] == 0
+    assert hidden.read_text() == '{"options": {}}\n'
+
+
+def test_doctor_finds_the_crush_hook_and_runs_it(tmp_path: Path) -> None:
+    home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
+    project.mkdir(parents=True)
+    env = {
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(state),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    assert run_init(home, project, "--project", "--mode", "refuse")[0] == 0
+    out = io.StringIO()
+    status = doctor.main(["--agent", "crush"], env=env, cwd=project, stdout=out)
+    text = out.getvalue()
+    assert status == 0, text
+    assert f"crush, user: {home}/.config/crush/crush.json: not installed" in text
+    assert "ok     installed: for its 1 event" in text
+    assert "mode refuse" in text
+    assert "ok     runs: a test call answered in" in text
+    # Settings refused: the hook allows every call and tells the user in Crush's way.
+    config = tmp_path / "loopfuse.toml"
+    config.write_text("max_strike = 4\n", encoding="utf-8")
+    out = io.StringIO()
+    status = doctor.main(
+        ["--agent", "crush"], env={**env, "LOOPFUSE_CONFIG": str(config)}, cwd=project, stdout=out
+    )
+    assert status == 1
+    assert "runs: it allows every call and says: [loopfuse] The loop guard is OFF" in out.getvalue()

@@ -91,9 +91,9 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
     """
     if not isinstance(payload, dict):
         raise HookPayloadError("the hook input is not a JSON object")
-    if not isinstance(payload.get("hook_event_name"), str):
-        raise HookPayloadError("the hook input has no hook_event_name")
-    if agent is None:
+    if agent is None:  # only CLIs with Claude Code's payloads are told by theirs
+        if not isinstance(payload.get("hook_event_name"), str):
+            raise HookPayloadError("the hook input has no hook_event_name")
         cli = recognised(payload)
     elif agent in AGENT_CLIS:
         cli = agent_cli(agent)

@@ -124,7 +124,8 @@ def _place(agent: str, scope: str, path: Path, env: Mapping[str, str]) -> Place:
         detail = f"not for {', '.join(missing)} (an older install?): run {again}"
         place.checks.append(Check("installed", False, detail))
     else:
-        place.checks.append(Check("installed", True, f"for its {len(events)} events"))
+        count = f"{len(events)} event{'s' * (len(events) != 1)}"
+        place.checks.append(Check("installed", True, f"for its {count}"))
     for command in commands:
         place.checks.extend(_check_command(agent, command, env))
     return place
@@ -234,7 +235,8 @@ def _check_runs(agent: str, words: list[str], root: str, env: Mapping[str, str])
         return Check("runs", False, "switched off here: LOOPFUSE_HOOK is set to off")
     session = f"loopfuse-doctor-{uuid.uuid4().hex[:12]}"
     state = session_path(root, agent, session)
-    payload = json.dumps(probe_event(agent, session)).encode()
+    probe = probe_event(agent, session)
+    payload = json.dumps(probe).encode()
     started = time.monotonic()
     try:
         done = subprocess.run(
@@ -265,14 +267,28 @@ def _check_runs(agent: str, words: list[str], root: str, env: Mapping[str, str])
         parsed = json.loads(answer) if answer else {}
     except ValueError:
         return Check("runs", False, f"its answer is not JSON: {answer[:200]!r}")
-    if not isinstance(parsed, dict) or set(parsed) - {"systemMessage"}:
+    told = _user_message_fields(agent, probe)
+    if not isinstance(parsed, dict) or set(parsed) - told:
         return Check("runs", False, f"it did not allow the test call: {answer[:200]}")
-    if "systemMessage" in parsed:
-        return Check("runs", False, f"it allows every call and says: {parsed['systemMessage']}")
+    said = [str(parsed[name]) for name in told if name in parsed]
+    if said:
+        return Check("runs", False, f"it allows every call and says: {' '.join(said)}")
     if not wrote:
         why = _last_logged(root)
         return Check("runs", False, f"it wrote no state in {root}{': ' + why if why else ''}")
     return Check("runs", True, f"a test call answered in {elapsed:.0f} ms, its state written")
+
+
+def _user_message_fields(agent: str, probe: dict[str, object]) -> set[str]:
+    """The fields of ``agent``'s answer that allows a call and tells the user something
+    (Claude Code's ``systemMessage``): the hook answers so when its settings are
+    refused."""
+    cli = agent_cli(agent)
+    with contextlib.suppress(ValueError):
+        shown = json.loads(cli.render_user_message(cli.parse(probe), "?")[0])
+        if isinstance(shown, dict):
+            return set(shown)
+    return set()
 
 
 def _last_logged(root: str) -> str:

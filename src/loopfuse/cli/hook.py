@@ -645,12 +645,18 @@ def _before(
     from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
     detector = LoopDetector(detector_settings(settings.detector))
-    batches = _replay(detector, state, _digest_answers(state, detector.settings.error_reading))
+    # A CLI that runs no hook after a call (Crush) never sends an answer: a missing one
+    # is then not a repeated one (unless this session did send answers).
+    answered = agent_cli(event.agent).answers_reach_hook or any(
+        e[0] == "answer" for e in state.events
+    )
+    computed = _digest_answers(state, detector.settings.error_reading)
+    batches = _replay(detector, state, computed, answered)
     predicted = _predicted(batches, event.tool_name, arguments)
     action: Action = "allow"
     message = logged = ""
     try:
-        detector.check([ToolCall(name, args) for name, args in predicted])
+        detector.check([ToolCall(name, args) for name, args in predicted], answered=answered)
     except LoopDetected as found:
         action, message, logged = _on_loop(found, event, state, settings, now, batches)
     marked = state.batch is not None and state.batch.get("marked") is True
@@ -841,12 +847,13 @@ def _digest_answers(state: SessionState, reading: ErrorReading | None = None) ->
 
 
 def _replay(
-    detector: object, state: SessionState, computed: Mapping[str, str]
+    detector: object, state: SessionState, computed: Mapping[str, str], answered: bool = True
 ) -> list[list[list[object]]]:
     """Replay the session's batches into ``detector``, each checked as one batch with
     its answers' digest (``computed``, by batch, else the one its answers were given;
-    none when they were digested apart). The batches replayed. A batch that cannot be
-    replayed is dropped, and so is what is damaged."""
+    none when they were digested apart), or without answers (``answered=False``). The
+    batches replayed. A batch that cannot be replayed is dropped, and so is what is
+    damaged."""
     from loopfuse.detector import BatchRecord, LoopDetected, LoopDetector, ToolCall
 
     assert isinstance(detector, LoopDetector)
@@ -857,7 +864,7 @@ def _replay(
         try:
             calls = [ToolCall(c[2], c[3]) for c in batch]  # type: ignore[arg-type]
             try:
-                record: BatchRecord | None = detector.check(calls)
+                record: BatchRecord | None = detector.check(calls, answered=answered)
             except LoopDetected as loop:
                 record = loop.record
             given = {digests[c[1]] for c in batch if c[1] in digests}

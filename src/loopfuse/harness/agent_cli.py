@@ -19,7 +19,7 @@ Adding a CLI is adding its module and one line to :data:`AGENT_CLIS`.
 >>> agent_cli("nobody")
 Traceback (most recent call last):
 ...
-loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen
+loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen, crush
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "codex": "codex",
     "gemini": "gemini_cli",
     "qwen": "qwen_code",
+    "crush": "crush",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which
 exports ``CLI``), in the order the command line lists them."""
@@ -165,6 +166,12 @@ class AgentCli(abc.ABC):
     """Whether a hook can end its session."""
     notes_reach_model: bool = True
     """Whether an after-call answer of the hook reaches the model."""
+    answers_reach_hook: bool = True
+    """Whether the CLI runs the hook after each call, with the call's answer. Where it
+    does not (Crush: only before a call), a session that never sent an answer is judged
+    without answers (:meth:`loopfuse.detector.LoopDetector.check`'s ``answered=False``:
+    a missing answer is not a repeated one), and :meth:`render` gives a loop's note
+    before the call, for the CLI to show the model with the call's answer."""
     scopes: tuple[str, ...] = ("user", "project")
     """Where ``loopfuse init`` may install it (``"project"``: with ``--project``)."""
     installer: HookInstaller
@@ -205,7 +212,8 @@ class AgentCli(abc.ABC):
     @abc.abstractmethod
     def render(self, event: HookEvent, action: Action, reason: str) -> tuple[str, int]:
         """The hook's stdout and exit status for ``action`` on ``event``: ``"allow"``
-        prints nothing; ``"note"`` (after a call only) gives ``reason`` to the model;
+        prints nothing; ``"note"`` (after a call only; before it where not
+        :attr:`answers_reach_hook`) gives ``reason`` to the model;
         ``"deny"`` (before a call only) refuses it with ``reason``; ``"end"`` refuses it
         and ends the session where :attr:`can_end_session` (elsewhere a ``"deny"``)."""
 

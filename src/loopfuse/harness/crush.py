@@ -1,5 +1,5 @@
-"""Crush (Charm's terminal coding agent, ``@charmland/crush``): its tools, its hook
-protocol, and how its settings file takes a hook.
+"""Crush (Charm's terminal coding agent, ``@charmland/crush``): its tools and its hook
+protocol (:data:`CLI`).
 
 Nothing here was run: Crush's npm package only downloads its Go binary from GitHub at
 install, which this project's machines cannot reach (docs/agent-clis-verified.md,
@@ -7,10 +7,10 @@ install, which this project's machines cannot reach (docs/agent-clis-verified.md
 ``tests/recorded/agent-clis/crush/README.md``:
 
 - a hook is an entry ``{"name", "matcher", "command", "timeout"}`` (flat: no ``hooks``
-  level, no ``type``; written by :mod:`loopfuse.cli.crush_settings`) in the list
-  ``hooks.PreToolUse`` of ``crush.json`` (the project's, or
-  ``$XDG_CONFIG_HOME/crush/crush.json``, ``~/.config/crush/crush.json``); Crush runs
-  it through its embedded POSIX shell with one JSON object on stdin,
+  level, no ``type``) in the list ``hooks.PreToolUse`` of ``crush.json`` (the project's
+  ``crush.json`` or ``.crush.json``, or the user's ``$CRUSH_GLOBAL_CONFIG/crush.json``,
+  ``$XDG_CONFIG_HOME/crush/crush.json``, ``~/.config/crush/crush.json``); Crush runs it
+  through its embedded POSIX shell with one JSON object on stdin,
   ``{"event", "session_id", "cwd", "tool_name", "tool_input"}`` (no ``hook_event_name``,
   no call id) and ``CRUSH_EVENT``, ``CRUSH_SESSION_ID``, ``CRUSH_TOOL_NAME`` … set;
 - exit 0: stdout is read as ``{"decision": "allow"|"deny", "reason", "halt", "context"}``
@@ -22,9 +22,11 @@ install, which this project's machines cannot reach (docs/agent-clis-verified.md
   ``context`` from an allowed call is appended to that call's answer after it ran: the
   model reads it right after the call, a note;
 - **no released Crush (up to 0.96.1) runs a hook after a call**: the guard sees the calls,
-  never their answers (:meth:`loopfuse.detector.LoopDetector.check`'s
-  ``answered=False``). Crush's open pull request #3146 adds ``PostToolUse`` with
-  ``tool_response: {"content", "is_error"}``: read here too, for a Crush that ships it.
+  never their answers (:attr:`CrushCli.answers_reach_hook`; the hook then judges with
+  :meth:`loopfuse.detector.LoopDetector.check`'s ``answered=False``). Crush's open pull
+  request #3146 adds ``PostToolUse`` with ``tool_response: {"content", "is_error"}``:
+  read here too, for a Crush that ships it (a session that sends answers is judged with
+  them).
 
 >>> HARNESS.kind("view", {"file_path": "a.go"}), HARNESS.kind("bash", {"command": "ls"})
 (<ToolKind.READ: 'read'>, <ToolKind.SHELL: 'shell'>)
@@ -38,23 +40,19 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final, Literal, NamedTuple
+from typing import Final
 
+from loopfuse.harness.agent_cli import (
+    PROBE_TOOL,
+    Action,
+    AgentCli,
+    HookEvent,
+    HookPayloadError,
+)
 from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.installers import HooksMap
 
-__all__ = [
-    "AFTER_EVENTS",
-    "BEFORE_EVENTS",
-    "HARNESS",
-    "HOOK_NAME",
-    "CrushEvent",
-    "CrushPayloadError",
-    "answer",
-    "probe_payload",
-    "read_payload",
-    "settings_path",
-    "user_message",
-]
+__all__ = ["CLI", "HALT_EXIT", "HARNESS", "HOOK_NAME", "HOOK_TIMEOUT", "CrushCli"]
 
 _READ, _WAIT, _SHELL, _EDITOR, _COSTLY, _OTHER = (
     ToolKind.READ, ToolKind.WAIT, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.COSTLY,
@@ -91,78 +89,164 @@ HARNESS: Final = Harness(
 )
 """Crush's tools (``internal/agent/tools``) and conventions."""
 
-BEFORE_EVENTS: Final = ("PreToolUse",)
-AFTER_EVENTS: Final = ("PostToolUse",)
-"""``PostToolUse``: not in any released Crush (pull request #3146), read when it comes."""
-
 HOOK_NAME: Final = "loopfuse"
-"""The ``name`` of the entry ``init`` writes: what Crush's TUI shows for the hook."""
+"""The ``name`` of the entry ``init`` writes: what Crush's UI shows for the hook."""
 HOOK_TIMEOUT: Final = 10
 """Seconds Crush gives the hook (its default is 30): past them the call goes on."""
 HALT_EXIT: Final = 49
-"""Crush's exit status that halts the turn (``hooks.HaltExitCode``)."""
+"""Crush's exit status that halts the turn (``hooks.HaltExitCode``); not used: a halt is
+written as JSON (see :meth:`CrushCli.render`)."""
 
 
-class CrushPayloadError(ValueError):
-    """What Crush sent is not a tool event of its hooks."""
+class CrushCli(AgentCli):
+    """Crush's hooks: ``PreToolUse`` only in every released Crush (``PostToolUse`` of
+    its open pull request #3146 read too), answered with JSON on stdout and exit
+    status 0.
 
+    **No answer reaches the hook** (:attr:`answers_reach_hook`): a loop's note goes
+    with the before-call answer, as ``context``, which Crush appends to the call's
+    answer once it ran, so the model reads it right after the call; and a session that
+    never sent an answer is judged without answers (a missing answer is not read as a
+    repeated one). Crush reports no user prompt (no turn event): a "try again" goes on
+    with the run before it.
+    """
 
-class CrushEvent(NamedTuple):
-    """One Crush hook input, read. ``answer`` and ``error`` only after a call."""
+    name = "crush"
+    title = "Crush"
+    harness = HARNESS
+    before_events = ("PreToolUse",)
+    after_events = ("PostToolUse",)
+    answers_reach_hook = False
+    installer = HooksMap(
+        ("PreToolUse",),
+        comments=True,
+        grouped=False,
+        kind=(),
+        extra=(("name", HOOK_NAME), ("timeout", HOOK_TIMEOUT)),
+    )
 
-    phase: Literal["before", "after"]
-    event_name: str
-    session: str
-    tool_name: str
-    tool_input: object
-    answer: object = None
-    error: bool | None = None
+    @property
+    def events(self) -> tuple[str, ...]:
+        """``PreToolUse`` only: what ``init`` installs (no released Crush fires
+        ``PostToolUse``, and an event it does not know could be refused in its
+        settings)."""
+        return self.before_events
+
+    def parse(self, payload: dict[str, object]) -> HookEvent:
+        """The tool event in Crush's hook input ``payload`` (its event name read as Crush
+        normalises it: any case, ``_`` ignored); :class:`HookPayloadError` for anything
+        else (``PreCompact``, a field missing or of the wrong type).
+
+        >>> e = CLI.parse({"event": "PreToolUse", "session_id": "s", "cwd": "/p",
+        ...     "tool_name": "bash", "tool_input": {"command": "ls", "description": "list"}})
+        >>> e.phase, e.tool_input
+        ('before', {'command': 'ls'})
+        """
+        name = payload.get("event", payload.get("hook_event_name"))
+        if not isinstance(name, str):
+            raise HookPayloadError("the hook input has no event")
+        event_name = _canonical(name)
+        phase = self.phase_of(event_name)
+        session = payload.get("session_id")
+        if not isinstance(session, str) or not session:
+            raise HookPayloadError("the hook input has no session_id")
+        tool = payload.get("tool_name")
+        if not isinstance(tool, str) or not tool:
+            raise HookPayloadError("the hook input has no tool_name")
+        arguments = self.harness.call(tool, payload.get("tool_input"))
+        event = HookEvent(self.name, phase, event_name, session, tool, arguments)
+        if phase == "before":
+            return event
+        answer, failed = _answer_of(payload)
+        return event._replace(answer=answer, error=failed)
+
+    def render(self, event: HookEvent, action: Action, reason: str) -> tuple[str, int]:
+        """The hook's stdout and exit status for ``action`` on ``event``, as Crush reads
+        them.
+
+        Everything is JSON on stdout with exit status 0, the one form every Crush with
+        hooks reads the same way (an exit status 49 is "no opinion" to a Crush older than
+        its halt, so the call would run): ``"note"`` before a call is ``context``
+        without a decision (the call runs as it would have, the permission prompt
+        included, and the model reads the note appended to its answer; after the call
+        the note was given already: nothing); ``"deny"`` is ``decision: "deny"`` with the
+        ``reason``; ``"end"`` adds ``halt: true`` (the turn ends; a Crush without halt
+        still refuses). After a call nothing is refused, but a halt still ends the turn.
+
+        >>> e = CLI.parse({"event": "PreToolUse", "session_id": "s", "tool_name": "bash",
+        ...     "tool_input": {"command": "ls"}})
+        >>> CLI.render(e, "deny", "stop")
+        ('{"decision": "deny", "reason": "stop"}', 0)
+        >>> CLI.render(e, "note", "careful")
+        ('{"context": "careful"}', 0)
+        """
+        if action == "allow":
+            return "", 0
+        if event.phase != "before":
+            if action == "end":  # it ran: nothing to refuse; the turn can still end
+                return json.dumps({"halt": True, "reason": reason}), 0
+            return "", 0
+        if action == "note":
+            return json.dumps({"context": reason}), 0
+        refusal: dict[str, object] = {"decision": "deny", "reason": reason}
+        if action == "end":
+            refusal["halt"] = True
+        return json.dumps(refusal), 0
+
+    def render_user_message(self, event: HookEvent, text: str) -> tuple[str, int]:
+        """Allow the call and leave ``text`` for the user, not the model.
+
+        Crush has no field for the user alone. A ``reason`` without a decision is the
+        closest: the call goes on as it would have (no opinion), Crush sends the model a
+        reason only with a refusal or a halt, and it keeps the reason in the call's hook
+        metadata (``HookInfo.reason``), which is what its UI shows of the hooks that ran.
+        """
+        del event
+        return json.dumps({"reason": text}), 0
+
+    def probe_event(self, session: str) -> dict[str, object]:
+        """A ``PreToolUse`` input of Crush's shape, for ``loopfuse doctor``."""
+        return {
+            "event": "PreToolUse",
+            "session_id": session,
+            "cwd": os.getcwd(),
+            "tool_name": PROBE_TOOL,
+            "tool_input": {"command": "loopfuse doctor"},
+        }
+
+    def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
+        """The ``crush.json`` a hook goes into, as Crush finds it: the project's
+        (``crush.json``, or the ``.crush.json`` already there when there is no
+        ``crush.json``), or the user's (``$CRUSH_GLOBAL_CONFIG/crush.json``,
+        ``$XDG_CONFIG_HOME/crush/crush.json``, ``~/.config/crush/crush.json``).
+
+        >>> CLI.settings_path(False, {"HOME": "/h"}, Path("/p")).as_posix()
+        '/h/.config/crush/crush.json'
+        >>> CLI.settings_path(True, {}, Path("/p")).as_posix()
+        '/p/crush.json'
+        """
+        if project:
+            plain, hidden = cwd / "crush.json", cwd / ".crush.json"
+            if not os.path.lexists(plain) and os.path.lexists(hidden):
+                return hidden
+            return plain
+        folder = env.get("CRUSH_GLOBAL_CONFIG")
+        if folder:
+            return Path(folder) / "crush.json"
+        config = env.get("XDG_CONFIG_HOME")
+        if config:
+            return Path(config) / "crush" / "crush.json"
+        home = env.get("HOME") or str(Path.home())
+        return Path(home) / ".config" / "crush" / "crush.json"
 
 
 def _canonical(name: str) -> str:
     """Crush's event name as it normalises it: case-insensitive, ``_`` ignored."""
     plain = name.replace("_", "").lower()
-    for event in (*BEFORE_EVENTS, *AFTER_EVENTS):
+    for event in (*CrushCli.before_events, *CrushCli.after_events):
         if plain == event.lower():
             return event
     return name
-
-
-def read_payload(payload: object) -> CrushEvent:
-    """The tool event in Crush's hook input ``payload``.
-
-    Raises :class:`CrushPayloadError` for anything else (``PreCompact``, a payload of
-    another CLI, a field of the wrong type).
-
-    >>> e = read_payload({"event": "PreToolUse", "session_id": "s", "cwd": "/p",
-    ...     "tool_name": "bash", "tool_input": {"command": "ls", "description": "list"}})
-    >>> e.phase, e.tool_input
-    ('before', {'command': 'ls'})
-    """
-    if not isinstance(payload, dict):
-        raise CrushPayloadError("the hook input is not a JSON object")
-    name = payload.get("event", payload.get("hook_event_name"))
-    if not isinstance(name, str):
-        raise CrushPayloadError("the hook input has no event")
-    event = _canonical(name)
-    if event in BEFORE_EVENTS:
-        phase: Literal["before", "after"] = "before"
-    elif event in AFTER_EVENTS:
-        phase = "after"
-    else:
-        raise CrushPayloadError(f"crush event {name!r} is not a tool event")
-    session = payload.get("session_id")
-    if not isinstance(session, str) or not session:
-        raise CrushPayloadError("the hook input has no session_id")
-    tool = payload.get("tool_name")
-    if not isinstance(tool, str) or not tool:
-        raise CrushPayloadError("the hook input has no tool_name")
-    arguments = HARNESS.call(tool, payload.get("tool_input"))
-    found = CrushEvent(phase, event, session, tool, arguments)
-    if phase == "before":
-        return found
-    answer_text, failed = _answer_of(payload)
-    return found._replace(answer=answer_text, error=failed)
 
 
 def _answer_of(payload: Mapping[str, object]) -> tuple[object, bool | None]:
@@ -176,83 +260,5 @@ def _answer_of(payload: Mapping[str, object]) -> tuple[object, bool | None]:
     return response, None
 
 
-Action = Literal["allow", "note", "deny", "end"]
-
-
-def answer(event: CrushEvent, action: Action, reason: str) -> tuple[str, int]:
-    """The hook's stdout and exit status for ``action`` on ``event``, as Crush reads it.
-
-    Everything is JSON on stdout with exit status 0, the one form every Crush with hooks
-    reads the same way (an exit status 49 is "no opinion" to a Crush older than its
-    halt, so the call would run): ``"note"`` is ``context`` without a decision (the call
-    runs as it would have, the permission prompt included, and the model reads the note
-    appended to its answer); ``"deny"`` is ``decision: "deny"`` with the ``reason``;
-    ``"end"`` adds ``halt: true`` (the turn ends; a Crush without halt still refuses).
-    After a call (``PostToolUse``), a note is ``context`` too and an end a ``halt``.
-
-    >>> e = read_payload({"event": "PreToolUse", "session_id": "s", "tool_name": "bash",
-    ...     "tool_input": {"command": "ls"}})
-    >>> answer(e, "deny", "stop")
-    ('{"decision": "deny", "reason": "stop"}', 0)
-    >>> answer(e, "note", "careful")
-    ('{"context": "careful"}', 0)
-    """
-    if action == "allow":
-        return "", 0
-    if action == "note":
-        return json.dumps({"context": reason}), 0
-    if event.phase == "after":  # it ran: nothing to refuse; the turn can still end
-        if action == "end":
-            return json.dumps({"halt": True, "reason": reason}), 0
-        return "", 0
-    refusal: dict[str, object] = {"decision": "deny", "reason": reason}
-    if action == "end":
-        refusal["halt"] = True
-    return json.dumps(refusal), 0
-
-
-def user_message(text: str) -> tuple[str, int]:
-    """Allow the call and leave ``text`` for the user, not the model.
-
-    Crush has no field for the user alone. A ``reason`` without a decision is the
-    closest: the call goes on as it would have (no opinion), Crush sends the model a
-    reason only with a refusal or a halt, and it keeps the reason in the call's hook
-    metadata (``HookInfo.reason``), which is what its UI shows of the hooks that ran.
-
-    >>> user_message("settings refused")
-    ('{"reason": "settings refused"}', 0)
-    """
-    return json.dumps({"reason": text}), 0
-
-
-def probe_payload(session: str, cwd: str = "/") -> dict[str, object]:
-    """A ``PreToolUse`` input of Crush's shape, for ``loopfuse doctor``."""
-    return {
-        "event": "PreToolUse",
-        "session_id": session,
-        "cwd": cwd,
-        "tool_name": "bash",
-        "tool_input": {"command": "true", "description": "loopfuse doctor"},
-    }
-
-
-def settings_path(project: bool, env: Mapping[str, str], cwd: Path) -> Path:
-    """The ``crush.json`` a hook goes into: the project's (``crush.json``, or the
-    ``.crush.json`` already there when there is no ``crush.json``), or the user's
-    (``$XDG_CONFIG_HOME/crush/crush.json``, ``~/.config/crush/crush.json``).
-
-    >>> settings_path(False, {"HOME": "/h"}, Path("/p")).as_posix()
-    '/h/.config/crush/crush.json'
-    >>> settings_path(True, {}, Path("/p")).as_posix()
-    '/p/crush.json'
-    """
-    if project:
-        plain, hidden = cwd / "crush.json", cwd / ".crush.json"
-        if not os.path.lexists(plain) and os.path.lexists(hidden):
-            return hidden
-        return plain
-    config = env.get("XDG_CONFIG_HOME")
-    if config:
-        return Path(config) / "crush" / "crush.json"
-    home = env.get("HOME") or str(Path.home())
-    return Path(home) / ".config" / "crush" / "crush.json"
+CLI: Final = CrushCli()
+"""Crush's hook protocol."""

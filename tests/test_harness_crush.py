@@ -4,9 +4,11 @@ commits: Crush cannot be installed here)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 from loopfuse.cli import doctor, init
 from loopfuse.cli.agents import parse_event
 from loopfuse.cli.init import is_our_command
+from loopfuse.cli.main import main as scan_main
 from loopfuse.harness import ToolKind, crush
 from loopfuse.harness.agent_cli import PROBE_TOOL, HookPayloadError
 from loopfuse.harness.installers import InstallError
@@ -285,3 +288,32 @@ def test_doctor_finds_the_crush_hook_and_runs_it(tmp_path: Path) -> None:
     )
     assert status == 1
     assert "runs: it allows every call and says: [loopfuse] The loop guard is OFF" in out.getvalue()
+
+
+# -- loopfuse scan: Crush's sessions are not read -----------------------------------------
+
+
+@pytest.mark.parametrize("names", ["crush", "codex,crush"])
+def test_scan_agent_crush_is_not_supported_and_says_why(
+    names: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert scan_main(["scan", "--agent", names]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("loopfuse scan: error: --agent crush: not supported: Crush keeps")
+    assert "SQLite" in err
+
+
+def test_a_crush_database_given_to_scan_is_unreadable_not_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "crush.db"
+    with contextlib.closing(sqlite3.connect(database)) as made:
+        made.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT)")
+        made.execute("CREATE TABLE messages (id TEXT, session_id TEXT, role TEXT, parts TEXT)")
+        made.commit()
+    assert scan_main(["scan", "--format", "json", str(database)]) == 2
+    captured = capsys.readouterr()
+    assert f"{database}: cannot read" in captured.err
+    report = json.loads(captured.out)
+    assert report["summary"]["clean"] == 0
+    assert report["errors"][0]["kind"] == "unreadable"

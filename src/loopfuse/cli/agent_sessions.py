@@ -93,6 +93,7 @@ from loopfuse.cli.seen_calls import seeming_calls_in
 
 __all__ = [
     "AGENTS",
+    "NOT_READ",
     "AgentRun",
     "AgentSession",
     "SessionFolder",
@@ -105,6 +106,12 @@ __all__ = [
 
 AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen")
 """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them."""
+NOT_READ: Final = {
+    "crush": "Crush keeps its sessions in a SQLite database whose schema is not established "
+    "here (Crush cannot be installed on this project's machines)",
+}
+"""The guarded CLIs whose sessions ``scan`` does not read, and why (``scan --agent``
+says so, exit status 2)."""
 
 _PROBLEMS_SHOWN: Final = 5
 _LINES_SNIFFED: Final = 3

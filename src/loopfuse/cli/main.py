@@ -31,7 +31,7 @@ from typing import Any, NoReturn, TextIO
 
 import loopfuse
 from loopfuse.cli import demo
-from loopfuse.cli.agent_sessions import AGENTS, sessions_folder
+from loopfuse.cli.agent_sessions import AGENTS, NOT_READ, sessions_folder
 from loopfuse.cli.config import GROUPS, OPTIONS, Settings, apply, value_of
 from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.escape import printable
@@ -248,6 +248,9 @@ def _agents(raw: str | None, paths: bool) -> tuple[str, ...] | str:
     if paths:
         return "--agent finds the CLI's transcripts itself: give it no PATH"
     names = tuple(dict.fromkeys(name.strip() for name in raw.split(",") if name.strip()))
+    unread = [name for name in names if name in NOT_READ]
+    if unread:
+        return f"--agent {unread[0]}: not supported: {NOT_READ[unread[0]]}"
     unknown = [name for name in names if name not in (*AGENTS, "all")]
     if unknown or not names:
         known = ", ".join((*AGENTS, "all"))

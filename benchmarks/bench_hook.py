@@ -4,13 +4,15 @@ Usage::
 
     python benchmarks/bench_hook.py [--rounds 30] [--calls 48]
 
-For each CLI (Claude Code, Codex, Gemini CLI) a session's state is first filled with
-``--calls`` varied shell calls and their answers (a full detector window by default: a
-real session's state, the largest the hook keeps), then the installed console script
-(``loopfuse`` beside this Python, as ``loopfuse init`` writes it) is run as the CLI
-runs it: one process for the before-event of a new call, one for its after-event, each
-with the JSON payload on stdin. Interleaved with them, in the same rounds, a no-op
-Python process (``python -c pass``) is timed as the baseline.
+For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Crush) a session's state is
+first filled with ``--calls`` varied shell calls and their answers (a full detector window
+by default: a real session's state, the largest the hook keeps), then the installed
+console script (``loopfuse`` beside this Python, as ``loopfuse init`` writes it) is run as
+the CLI runs it: one process for the before-event of a new call, one for its
+after-event, each with the JSON payload on stdin. Crush runs no hook after a call (no
+after-event, no answers in its state) and its command names it (``--agent crush``).
+Interleaved with them, in the same rounds, a no-op Python process (``python -c pass``) is
+timed as the baseline.
 
 Every child process runs with its bytecode cached, as an installed package has it
 (``pip install`` compiles it; here ``PYTHONPYCACHEPREFIX`` points at a temporary folder,
@@ -64,9 +66,18 @@ COMMANDS = (
 )
 
 
-def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The before- and after-payloads of call ``i`` of a varied session."""
+FLAGS: dict[str, list[str]] = {"crush": ["--agent", "crush"]}
+"""The hook's flags, as ``loopfuse init`` writes them, where the payload does not say."""
+
+
+def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The before- and after-payloads of call ``i`` of a varied session (no after-payload:
+    the CLI runs no hook after a call)."""
     command = f"{COMMANDS[i % len(COMMANDS)]}  # step {i}"
+    if agent == "crush":  # tests/recorded/agent-clis/crush/pre-bash.json's shape
+        arguments = {"command": command, "description": f"Step {i}"}
+        pre = {"event": "PreToolUse", "session_id": "5a1e0c9f-bench", "cwd": "/home/user/p"}
+        return {**pre, "tool_name": "bash", "tool_input": arguments}, None
     output = "\n".join(f"line {k} of output {i}: ok" for k in range(12))
     if agent == "claude-code":
         return claude_pre(command, f"toolu_{i}"), claude_post(command, f"toolu_{i}", output)
@@ -95,31 +106,39 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
     state = root / agent
     now = time.time()
+    flags = FLAGS.get(agent, [])
     for i in range(calls):  # a real session's state, filled in this process
         for payload in call(agent, i):
-            handle(json.dumps(payload).encode(), ["--state-dir", str(state)], {}, lambda: now)
+            if payload is not None:
+                raw = json.dumps(payload).encode()
+                handle(raw, [*flags, "--state-dir", str(state)], {}, lambda: now)
     env = {**os.environ, "LOOPFUSE_STATE_DIR": str(state)}
     env["PYTHONPYCACHEPREFIX"] = str(root / "bytecode")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    hook = [*script(), "hook"]
+    hook = [*script(), "hook", *flags]
     noop = [sys.executable, "-c", "pass"]
-    warm_up, _ = (json.dumps(p).encode() for p in call(agent, calls))
+    warm_up = json.dumps(call(agent, calls)[0]).encode()
     timed(noop, b"", env)
     timed(hook, warm_up, env)
     times: dict[str, list[float]] = {}
     for r in range(rounds):
-        before, after = (json.dumps(p).encode() for p in call(agent, calls + 1 + r))
+        before, after = call(agent, calls + 1 + r)
         for name, argv, payload in (("noop", noop, b""), ("before", hook, before)):
-            wall, cpu = timed(argv, payload, env)
+            wall, cpu = timed(argv, payload if isinstance(payload, bytes) else _raw(payload), env)
             times.setdefault(name, []).append(wall)
             times.setdefault(f"{name} cpu", []).append(cpu)
-        wall, cpu = timed(hook, after, env)
-        times.setdefault("after", []).append(wall)
-        times.setdefault("after cpu", []).append(cpu)
+        if after is not None:
+            wall, cpu = timed(hook, _raw(after), env)
+            times.setdefault("after", []).append(wall)
+            times.setdefault("after cpu", []).append(cpu)
     events = json.loads(next((state / "sessions").glob("*.json")).read_text())["events"]
     medians = {name: statistics.median(values) for name, values in times.items()}
     medians["events"] = len(events)
     return medians
+
+
+def _raw(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload).encode()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,13 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen"):
+        for agent in ("claude-code", "codex", "gemini", "qwen", "crush"):
             m = bench(agent, args.rounds, args.calls, Path(folder))
-            ok = "yes" if max(m["before"], m["after"]) <= 0.080 else "NO"
+            ok = "yes" if max(m["before"], m.get("after", 0.0)) <= 0.080 else "NO"
+            after = f"{ms(m['after'])} [{ms(m['after cpu'])}]" if "after" in m else f"{'-':>15}"
             print(
                 f"{agent:12} {int(m['events']):5}  "
                 f"{ms(m['before'])} [{ms(m['before cpu'])}] "
-                f"{ms(m['after'])} [{ms(m['after cpu'])}] "
+                f"{after} "
                 f"{ms(m['noop'])} [{ms(m['noop cpu'])}] "
                 f"{ms(m['before'] - m['noop'])}       {ok}"
             )

@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from loopfuse.cli.hook_state import load, session_path
 
 SESSION = "5a1e0c9f-3b7d-4e52-9d1a-2c6f8e4b7a10"
@@ -162,6 +164,18 @@ def test_refuse_mode_refuses_the_sixth_call_and_end_session_halts(tmp_path: Path
     assert outcomes[6].halted  # it went on after its refusal: the turn ends
 
 
+def test_a_poll_repeated_past_the_ceiling_is_untouched(tmp_path: Path) -> None:
+    """The default run's twin of the healthy run below: a read-only command asked for
+    7 times (a state-changing one is noted at the 6th) runs every time, no note."""
+    crush = CrushRunner(tmp_path)
+    for _ in range(7):
+        outcome = crush.call("bash", {"command": "git status --short"})
+        assert (outcome.ran, outcome.answer) == (True, "ok")
+    state = load(session_path(str(tmp_path / "state"), "crush", SESSION))
+    assert len([e for e in state.events if e[0] == "call"]) == 7  # each one judged
+
+
+@pytest.mark.slow
 def test_a_healthy_run_and_a_repeated_read_are_untouched(tmp_path: Path) -> None:
     crush = CrushRunner(tmp_path)
     calls: list[tuple[str, dict[str, object]]] = [
@@ -187,6 +201,7 @@ def test_a_healthy_run_and_a_repeated_read_are_untouched(tmp_path: Path) -> None
     assert not (tmp_path / "state" / "hook.log").exists()  # nothing failed
 
 
+@pytest.mark.slow
 def test_a_broken_state_folder_fails_open(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")

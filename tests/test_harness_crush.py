@@ -10,15 +10,17 @@ import json
 import os
 import sqlite3
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from loopfuse.cli import doctor, init
 from loopfuse.cli.agents import parse_event
+from loopfuse.cli.hook import handle
 from loopfuse.cli.init import is_our_command
 from loopfuse.cli.main import main as scan_main
-from loopfuse.harness import ToolKind, crush
+from loopfuse.harness import ToolKind, crush, reader_for
 from loopfuse.harness.agent_cli import PROBE_TOOL, HookPayloadError
 from loopfuse.harness.installers import InstallError
 
@@ -317,3 +319,28 @@ def test_a_crush_database_given_to_scan_is_unreadable_not_clean(
     report = json.loads(captured.out)
     assert report["summary"]["clean"] == 0
     assert report["errors"][0]["kind"] == "unreadable"
+
+
+# -- the detector reads Crush's tools as Crush means them ---------------------------------
+
+
+def test_auto_judges_crushs_own_tools_as_crush_declares_them() -> None:
+    auto = reader_for("auto")
+    assert auto is not None
+    assert auto.kind("lsp_diagnostics", {"file_path": "a.go"}) is ToolKind.READ
+    assert auto.kind("job_output", {"shell_id": "001"}) is ToolKind.WAIT
+    assert auto.kind("sourcegraph", {"query": "x"}) is ToolKind.COSTLY
+    assert auto.kind("multiedit", {"file_path": "a.go", "edits": []}) is ToolKind.EDITOR
+
+
+def test_a_diagnostics_poll_past_the_ceiling_is_never_noted() -> None:
+    """Without its answers (no hook after a call), a read repeated is never judged: the
+    language server's diagnostics of a file being fixed elsewhere may move."""
+    clock = iter(range(1_000_000, 1_000_100))
+    with tempfile.TemporaryDirectory() as state:
+        for _ in range(8):
+            raw = json.dumps({**payload("pre-view.json"), "tool_name": "lsp_diagnostics"})
+            answer = handle(
+                raw.encode(), ["--agent", "crush", "--state-dir", state], {}, lambda: next(clock)
+            )
+            assert answer == ("", 0)

@@ -29,6 +29,7 @@ from loopfuse import (
 )
 from loopfuse.guard import DEFAULT
 from loopfuse.guard.guard import build_guard
+from loopfuse.detector import LoopDetector
 from loopfuse.integrations import MissingExtraError
 from loopfuse.integrations._extras import install_command, require
 from loopfuse.intent.anthropic import ANTHROPIC
@@ -555,6 +556,53 @@ def test_warn_lets_a_run_on_after_its_note_when_its_calls_fail_another_way() -> 
     )
     other_run = [("ls", "run.py"), ("python run.py", _MISSING)]
     assert guard.check(_steps(other_run, run="b")).action == "forward"
+
+
+class CountingScanner:
+    """The default detector, counting how often a verdict's failure is read."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.detector = LoopDetector()
+
+    def scan(self, body: object) -> Any:
+        return self.scan_intent(intent.extract_intent(body))
+
+    def scan_intent(self, parsed: object) -> Any:
+        scanner = self
+
+        class Counted:
+            def __init__(self, verdict: Any) -> None:
+                self.verdict = verdict
+
+            @property
+            def loop(self) -> Any:
+                return self.verdict.loop
+
+            @property
+            def failure(self) -> Any:
+                scanner.reads += 1
+                return self.verdict.failure
+
+        return Counted(self.detector.scan_intent(parsed))
+
+
+def test_warn_reads_the_failure_of_a_request_only_once_some_loop_was_noted() -> None:
+    """The failure of a request's calls is only named when a note is remembered (what
+    keeps a guard that noted nothing as fast as before); in `refuse` mode, never."""
+    scanner = CountingScanner()
+    guard = Guard(detector=scanner, mode="warn")
+    for n in range(1, 3):
+        assert guard.check(_steps(_NOTED[:n])).action == "forward"
+    assert scanner.reads == 0
+    assert guard.check(_steps(_NOTED)).action == "note"
+    again = [*_NOTED, ("ls", "run.py"), ("python run.py", _MISSING)]
+    assert guard.check(_steps(again)).action == "refuse"
+    assert scanner.reads == 2  # the note's failure, then the request's
+    refusing = CountingScanner()
+    for n in range(1, 4):
+        Guard(detector=refusing, mode="refuse").check(_steps(_NOTED[:n]))
+    assert refusing.reads == 0
 
 
 def test_warn_names_a_failure_known_only_by_its_flag_by_the_whole_answer() -> None:

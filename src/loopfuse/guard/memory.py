@@ -252,6 +252,10 @@ class NoteMemory:
         self._records.put(key, (*noted[-(_THREADS_KEPT - 1) :], thread), now)
         return False
 
+    def __len__(self) -> int:
+        """Owners with a note remembered (expired ones included until they are trimmed)."""
+        return len(self._records)
+
     def failed_again(self, prepared: PreparedRequest, failure: str, now: float) -> Loop | None:
         """The loop noted within the window in the conversation ``prepared`` continues,
         if the calls that note came with failed as ``failure`` names (its newest calls

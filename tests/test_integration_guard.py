@@ -27,9 +27,9 @@ from loopfuse import (
     RequestKey,
     intent,
 )
+from loopfuse.detector import LoopDetector
 from loopfuse.guard import DEFAULT
 from loopfuse.guard.guard import build_guard
-from loopfuse.detector import LoopDetector
 from loopfuse.integrations import MissingExtraError
 from loopfuse.integrations._extras import install_command, require
 from loopfuse.intent.anthropic import ANTHROPIC

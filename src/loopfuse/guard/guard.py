@@ -81,8 +81,9 @@ logger = logging.getLogger("loopfuse")
 
 Mode = Literal["refuse", "warn", "note"]
 """What the guard does with a looping request: ``"refuse"`` it; ``"warn"``: note it the
-first time, refuse it when the run goes on looping, in any way, after the note; or
-forward it with a ``"note"`` for the model, every time."""
+first time, refuse it when the run goes on looping, in any way, or failing the way the
+noted loop's calls failed, after the note; or forward it with a ``"note"`` for the
+model, every time."""
 
 MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 _NOTES_KEPT: Final = 10_000
@@ -277,8 +278,10 @@ class Guard:
       ``loopfuse hook``): note a looping request the first time, refuse it when the
       conversation the note was written into (known by its tool calls' provider ids; same
       session) goes on looping, in any way (the same loop, or another shape of it: a new
-      kind or signature), within ``warn_window`` of the note; ``"refuse"`` it at once; or
-      forward it with a ``"note"`` for the model, every time.
+      kind or signature), or its newest calls failed again the very way the noted loop's
+      calls failed (:mod:`loopfuse.detector.failures`), within ``warn_window`` of the
+      note; ``"refuse"`` it at once; or forward it with a ``"note"`` for the model,
+      every time.
     - ``cache_streams``: cache streamed answers too (``stream: true``).
     - ``cache_sampled``: serve sampled requests (temperature above 0, no seed) from the
       cache too. Off by default: a caller asking for randomness gets a fresh sample.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Generic, TypeVar
 
 from blake3 import blake3
@@ -166,7 +166,7 @@ class _Thread:
     ids: frozenset[str]
     messages: int
     digest: bytes
-    loop: Loop | None = None  # the loop noted
+    loop: Loop | None = None  # the loop noted (its kind, guard, signature and count)
     failure: str | None = None  # the name of the failure the note came with, if any
 
     @classmethod
@@ -248,7 +248,8 @@ class NoteMemory:
         if any(thread.continued_by(prepared) for thread in noted):
             return True
         # Not this conversation's note (another run of the same prompt, say): it is noted.
-        thread = _Thread.of(prepared, loop, failure)
+        # Only what a refusal for the failure again reads: its message is made then.
+        thread = _Thread.of(prepared, replace(loop, tool_names=(), message=""), failure)
         self._records.put(key, (*noted[-(_THREADS_KEPT - 1) :], thread), now)
         return False
 

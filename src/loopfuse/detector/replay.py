@@ -138,6 +138,7 @@ class Replay:
         self.stagnation = STAGNATION.detector(settings)
         self.judge_from = judge_from
         self._verdict = OK
+        self._answers: BatchAnswers | None = None  # an ok verdict's final batch's answers
         self._open: _Open | None = None
 
     def add(self, message: object, index: int) -> None:
@@ -159,6 +160,7 @@ class Replay:
                 self._admit(Batch(calls), index)
                 return
             self._verdict = OK
+            self._answers = None
             if self.stagnation is not None:
                 try:
                     self.stagnation.record(prose_text(message.get("content")))
@@ -169,6 +171,7 @@ class Replay:
             if self.stagnation is not None:
                 self.stagnation.clear()
             self._verdict = OK
+            self._answers = None
 
     def admit_batch(self, batch: Batch, index: int) -> None:
         """Walk an assistant turn whose :class:`Batch` the caller already built."""
@@ -179,6 +182,9 @@ class Replay:
     def verdict(self) -> Verdict:
         """The verdict of the conversation so far (its last assistant turn's)."""
         self._close()
+        answers = self._answers
+        if answers is not None and self._verdict is OK:
+            return Verdict(answers=answers)  # made when asked, not for every batch walked
         return self._verdict
 
     def _admit(self, full: Batch, index: int) -> None:
@@ -217,7 +223,8 @@ class Replay:
         elif tripped is not None:
             self._verdict = _verdict_of(core.loop(tripped, state.record), state.index, answers)
         else:
-            self._verdict = OK if answers is None else Verdict(answers=answers)
+            self._verdict = OK
+            self._answers = answers
 
 
 def _verdict_of(error: LoopDetected, index: int, answers: BatchAnswers | None) -> Verdict:

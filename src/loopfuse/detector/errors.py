@@ -37,6 +37,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from loopfuse.detector._shell_waits import bound_ran_out
+
 if TYPE_CHECKING:
     from loopfuse.harness import CallReader
 
@@ -71,6 +73,14 @@ class ErrorReading(NamedTuple):
         if self.harness is not None and text is not None:
             return self.harness.failed(name, text)
         return None
+
+    def still_running(self, name: str, text: str) -> bool:
+        """Whether ``text``, one answer of tool ``name``, says the thing a wait waits on
+        is not over: its harness's words, or a shell wait's bound that ran out
+        (:func:`~loopfuse.detector._shell_waits.bound_ran_out`). Read for a wait only."""
+        if self.harness is not None and self.harness.still_running(name, text):
+            return True
+        return bound_ran_out(text)
 
     def plain(self, name: str, text: str) -> str:
         """``text`` as the text heuristics read it: without its harness's own frame."""

@@ -77,11 +77,16 @@ class ToolKind(enum.StrEnum):
 class Tool:
     """One tool of a harness: its exact ``name`` as the harness sends it, its ``kind``,
     and, when one argument changes what a call is, that ``argument`` and the kind a call
-    has when it is absent or empty (``when_empty``).
+    has when it is absent or empty (``when_empty``), or when it matches ``matching``
+    (``when_matching``).
 
     >>> poll = Tool("write_stdin", ToolKind.OTHER, argument="chars", when_empty=ToolKind.WAIT)
     >>> poll.kind_for({"session_id": 3, "chars": ""}), poll.kind_for({"chars": "y\\n"})
     (<ToolKind.WAIT: 'wait'>, <ToolKind.OTHER: 'other'>)
+    >>> read = Tool("Read", ToolKind.READ, argument="file_path",
+    ...             matching=re.compile(r"[.]output\\Z"), when_matching=ToolKind.WAIT)
+    >>> read.kind_for({"file_path": "/tmp/t/b1.output"}), read.kind_for({"file_path": "a.py"})
+    (<ToolKind.WAIT: 'wait'>, <ToolKind.READ: 'read'>)
     """
 
     name: str
@@ -91,13 +96,35 @@ class Tool:
     prose: tuple[str, ...] = ()
     """Arguments that are the model's prose about the call, not the call (a shell's
     ``description``): the same call with other prose is the same call."""
+    matching: re.Pattern[str] | None = None
+    """With ``argument``: a call whose ``argument`` (a string, up to
+    :data:`_ARGUMENT_READ` characters) this pattern finds is a ``when_matching`` call."""
+    when_matching: ToolKind | None = None
+    ended: re.Pattern[str] | None = None
+    """For a wait whose answers never say the thing waited on still runs, but say when it
+    ended (a last line such as ``[exited with code 0]``): that line, looked for in an
+    answer's end. An answer that is the thing's output (``output``) without it says the
+    thing still runs."""
+    output: re.Pattern[str] | None = None
+    """With ``ended``: how an answer that is the output read starts (matched at its
+    start); any other answer (the tool's error: no such file) says nothing of a run."""
 
     def kind_for(self, arguments: object) -> ToolKind:
         """The kind of one call of this tool with ``arguments`` (a dict, or anything)."""
-        if self.argument is None or self.when_empty is None:
+        if self.argument is None:
             return self.kind
         value = arguments.get(self.argument) if type(arguments) is dict else None
-        return self.when_empty if value is None or value == "" else self.kind
+        if self.when_empty is not None and (value is None or value == ""):
+            return self.when_empty
+        if (
+            self.matching is not None
+            and self.when_matching is not None
+            and type(value) is str
+            and len(value) <= _ARGUMENT_READ
+            and self.matching.search(value) is not None
+        ):
+            return self.when_matching
+        return self.kind
 
 
 def _never(text: str) -> bool | None:
@@ -141,9 +168,11 @@ class Harness:
     frame_hints: tuple[str, ...] = ()
     volatile: re.Pattern[str] | None = None
     _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
+    _ends: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {tool.name: tool for tool in self.tools})
+        object.__setattr__(self, "_ends", any(tool.ended is not None for tool in self.tools))
 
     def tool(self, name: str) -> Tool | None:
         """The tool ``name`` (exact, or its own name after an ``mcp__server__`` or
@@ -179,9 +208,17 @@ class Harness:
         return None if tool is None else tool.kind_for(arguments)
 
     def still_running(self, name: str, text: str) -> bool:
-        """Whether ``text``, the answer to a wait, says the thing waited on still runs."""
+        """Whether ``text``, the answer to a wait, says the thing waited on still runs:
+        one of :attr:`running` in its first or last lines, or, for a tool that says when
+        the thing ended (:attr:`Tool.ended`), no such line at its end."""
         if type(text) is not str:
             return False
+        if self._ends:
+            tool = self.tool(name)
+            if tool is not None and tool.ended is not None:
+                if tool.output is not None and tool.output.match(text, 0, _MARKER_READ) is None:
+                    return False  # not the output: an error says nothing of a run
+                return tool.ended.search(text[-_MARKER_READ:]) is None
         if not self.running:
             return False
         # The markers sit in an answer's first lines (Codex, Claude Code) or its last
@@ -250,6 +287,7 @@ class CallReader(Protocol):
 
 
 _FRAME_READ: Final = 1024  # characters of an answer's end searched for its frame's lines
+_ARGUMENT_READ: Final = 4096  # longest argument value a Tool's ``matching`` is tried on
 _MARKER_READ: Final = 512  # characters of each end of an answer searched for a marker
 _NAMESPACE_SEPARATORS: Final = ("__", ".", ":", "/")
 

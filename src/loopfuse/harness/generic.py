@@ -1,6 +1,6 @@
 """The generic harness: the names the detector knows out of the box, for tools no harness
 declared: read-only and costly tool names, shell
-tools, and the command lines that only read.
+tools, the command lines that only read, and the commands that wait.
 
 They are the defaults of :class:`~loopfuse.detector.DetectorSettings`'s
 ``observation_tools``, ``costly_tools``, ``shell_tools`` and ``read_only_commands``, kept
@@ -18,6 +18,8 @@ __all__ = [
     "DEFAULT_OBSERVATION_TOOLS",
     "DEFAULT_READ_ONLY_COMMANDS",
     "DEFAULT_SHELL_TOOLS",
+    "DEFAULT_WAITING_COMMANDS",
+    "DEFAULT_WAIT_BOUND_PHRASES",
 ]
 
 DEFAULT_OBSERVATION_TOOLS: Final[tuple[str, ...]] = (
@@ -79,9 +81,9 @@ _CONTAINER_SUBS: Final = (
     "container ls", "container list", "container ps", "container inspect", "container logs",
     "container top", "container port", "container stats", "image ls", "image list",
     "image inspect", "image history", "network ls", "network inspect", "volume ls",
-    "volume inspect",
+    "volume inspect", "wait", "container wait",
 )  # fmt: skip
-_COMPOSE_SUBS: Final = ("ps", "logs", "config", "images", "ls", "top", "version")
+_COMPOSE_SUBS: Final = ("ps", "logs", "config", "images", "ls", "top", "version", "wait")
 
 DEFAULT_READ_ONLY_COMMANDS: Final[tuple[str, ...]] = (
     # reading files and text
@@ -117,3 +119,22 @@ DEFAULT_READ_ONLY_COMMANDS: Final[tuple[str, ...]] = (
     *(f"{pip} {sub}" for pip in ("pip", "pip3") for sub in ("list", "show", "freeze", "check")),
 )  # fmt: skip
 """Programs and sub-commands that only read; see docs/shell.md for the argument rules."""
+
+DEFAULT_WAITING_COMMANDS: Final[tuple[str, ...]] = (
+    "kubectl wait",          # until a condition holds, or its --timeout (30 s) runs out
+    "kubectl rollout status",  # until the rollout is done, or its --timeout
+    "gh run watch",          # until the workflow run ends
+    "gh pr checks --watch",  # until the checks end (with --watch only)
+    "docker wait", "docker container wait", "podman wait", "podman container wait",
+    "docker compose wait", "docker-compose wait",  # until the containers stop
+)  # fmt: skip
+"""Read-only commands whose own job is to wait until something happens (a condition, a
+run, a container): a shell call of one is a **wait** (:mod:`loopfuse.detector._shell_waits`),
+as is a line led by ``sleep`` and a ``while`` / ``until`` loop that sleeps. A word after
+``--`` is a flag the command waits only with."""
+
+DEFAULT_WAIT_BOUND_PHRASES: Final[tuple[str, ...]] = (
+    "timed out waiting for the condition",  # kubectl wait / rollout status, its --timeout
+)
+"""Phrases a waiting command writes when its own bound ran out before the condition held
+(besides ``timeout``'s exit status 124): the thing waited on is not over."""

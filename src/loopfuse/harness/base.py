@@ -21,6 +21,10 @@ How an answer says it failed, strongest evidence first: a structured field the h
 wrote (``is_error``, ``isError``, ``status: "error"``, an exit-code field:
 :func:`structured_failure`); then the harness's own text conventions
 (:attr:`Harness.answer_failed`); the generic text heuristics only when neither is known.
+A framework that answers a call it could not run in words of its own (``Tool 'x' not
+found.``) says how (:class:`NotRunAnswers`): those words are read, for every harness, by
+:mod:`loopfuse.detector.errors`. An editor or file tool says what its calls do to files
+(:class:`FileAccess`): read by :mod:`loopfuse.detector.editors`.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from typing import Final, Protocol
 __all__ = [
     "HARNESSES",
     "CallReader",
+    "FileAccess",
     "Harness",
+    "NotRunAnswers",
     "Tool",
     "ToolKind",
     "structured_failure",
@@ -51,6 +57,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "langchain",
     "openai_agents",
     "pydantic_ai",
+    "crewai",
 )
 """The harnesses with a module of their own in :mod:`loopfuse.harness`, by module name."""
 
@@ -71,6 +78,38 @@ class ToolKind(enum.StrEnum):
     """Reads something that costs (the web, a browser): read-only, but keeps the ceiling."""
     OTHER = "other"
     """Changes state."""
+
+
+class FileAccess(enum.StrEnum):
+    """What the calls of an editor or file tool do to files (:mod:`loopfuse.detector.editors`
+    reads their arguments)."""
+
+    READS = "read"
+    """Only reads files (``Read``, ``read_file``, ``glob``)."""
+    EDITS = "edit"
+    """Changes the file its arguments name (``Edit``, ``write_file``, ``apply_patch``)."""
+    BY_COMMAND = "command"
+    """Its ``command`` argument says (the text editor protocol of ``str_replace_editor``:
+    :data:`~loopfuse.harness.generic.TEXT_EDITOR_READS` and ``_EDITS``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotRunAnswers:
+    """How a framework answers a call it could not run (a tool that does not exist,
+    arguments the tool does not take, a tool that raised), in place of the tool's answer.
+
+    ``pattern`` holds regular-expression alternatives (``|``), each starting with its own
+    literal, matched at the start of an answer, a line at most ``FRAMEWORK_HEAD`` long;
+    its named groups mark what changes from one such answer to the next: ``u…`` the
+    invented tool's name, ``a…`` arguments echoed back, ``i…`` a call id (group names
+    are unique across every harness). ``starts`` are the literals its alternatives begin
+    with (a cheap filter), ``ends`` the sentences some such answers end with, and
+    ``label`` a pattern of what may come before such an answer (a ``Call id:`` line)."""
+
+    pattern: str = ""
+    starts: tuple[str, ...] = ()
+    ends: tuple[str, ...] = ()
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +147,8 @@ class Tool:
     output: re.Pattern[str] | None = None
     """With ``ended``: how an answer that is the output read starts (matched at its
     start); any other answer (the tool's error: no such file) says nothing of a run."""
+    files: FileAccess | None = None
+    """For an editor or file tool: what its calls do to files."""
 
     def kind_for(self, arguments: object) -> ToolKind:
         """The kind of one call of this tool with ``arguments`` (a dict, or anything)."""
@@ -147,9 +188,9 @@ class Harness:
     generic heuristics must not read as the tool's words (looked for only in an answer
     holding one of ``frame_hints``); ``volatile`` matches the lines of an answer that
     change on every call whatever the tool did (a process id); ``failure_fields`` names
-    the
-    structured fields of its results that say whether a call failed (what its readers
-    carry to the detector as the tool message's ``is_error``).
+    the structured fields of its results that say whether a call failed (what its
+    readers carry to the detector as the tool message's ``is_error``); ``not_run`` how it
+    answers a call it could not run, in words of its own (:class:`NotRunAnswers`).
 
     >>> h = Harness("demo", "Demo", (Tool("poll", ToolKind.WAIT),), running=("running",))
     >>> h.kind("poll", {}), h.kind("mcp__x__poll", {}), h.kind("other", {})
@@ -167,6 +208,7 @@ class Harness:
     frame: re.Pattern[str] | None = None
     frame_hints: tuple[str, ...] = ()
     volatile: re.Pattern[str] | None = None
+    not_run: NotRunAnswers | None = None
     _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
     _ends: bool = field(init=False, repr=False, compare=False)
 

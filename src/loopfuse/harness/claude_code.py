@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 
 __all__ = ["HARNESS", "exit_code"]
 
@@ -73,6 +73,7 @@ HARNESS: Final = Harness(
             argument="file_path",
             matching=re.compile(r"/tasks/[A-Za-z0-9_-]{1,64}\.output\Z"),
             when_matching=_WAIT,
+            files=FileAccess.READS,
             ended=re.compile(
                 r"\[(?:exited with code -?\d{1,4}|killed|stopped|timed out)[^\]\n]{0,64}\]"
             ),
@@ -80,14 +81,14 @@ HARNESS: Final = Harness(
             output=re.compile(r'[ \t]{0,16}\d{1,9}(?:\t|\u2192)|\{"file":\{'),
         ),
         Tool("Monitor", _SHELL, prose=("description",)),
-        Tool("Grep", _READ),
-        Tool("Glob", _READ),
-        Tool("LS", _READ),
-        Tool("NotebookRead", _READ),
-        Tool("Edit", _EDITOR),
-        Tool("MultiEdit", _EDITOR),
-        Tool("Write", _EDITOR),
-        Tool("NotebookEdit", _EDITOR),
+        Tool("Grep", _READ, files=FileAccess.READS),
+        Tool("Glob", _READ, files=FileAccess.READS),
+        Tool("LS", _READ, files=FileAccess.READS),
+        Tool("NotebookRead", _READ, files=FileAccess.READS),
+        Tool("Edit", _EDITOR, files=FileAccess.EDITS),
+        Tool("MultiEdit", _EDITOR, files=FileAccess.EDITS),
+        Tool("Write", _EDITOR, files=FileAccess.EDITS),
+        Tool("NotebookEdit", _EDITOR, files=FileAccess.EDITS),
         Tool("WebFetch", _COSTLY),
         Tool("WebSearch", _COSTLY),
         Tool("TodoWrite", _OTHER),

@@ -5,6 +5,11 @@ Facts observed with Claude Code 2.1 (``../shared/agent-clis``) and in real trans
 - ``Bash`` runs a command line; ``BashOutput`` (``TaskOutput`` in later versions) reads
   the output of a shell started with ``run_in_background``: a **wait**, whose answer says
   ``<status>running</status>`` while the shell runs; ``KillShell`` / ``KillBash`` stop it.
+  2.1.328 removed ``TaskOutput``: the model reads (``Read``) the background command's output
+  file (``…/tasks/<id>.output``, the path its start answer names), which ends with
+  ``[exited with code N]`` (``[killed]``) once the command ended: such a ``Read`` is a
+  wait, on something still running until that line comes. Its ``Monitor`` (a deferred
+  tool) runs a command line in the background (judged by what it runs).
 - ``Read``, ``Grep``, ``Glob``, ``LS``, ``NotebookRead`` only read; ``Edit``,
   ``MultiEdit``, ``Write``, ``NotebookEdit`` are its editors; ``WebFetch`` and
   ``WebSearch`` read the web (costly).
@@ -17,6 +22,12 @@ Facts observed with Claude Code 2.1 (``../shared/agent-clis``) and in real trans
 (<ToolKind.WAIT: 'wait'>, <ToolKind.SHELL: 'shell'>)
 >>> HARNESS.still_running("BashOutput", "<status>running</status>\\n<stdout>..")
 True
+>>> HARNESS.kind("Read", {"file_path": "/tmp/claude-0/p/s/tasks/b1x2.output"})
+<ToolKind.WAIT: 'wait'>
+>>> HARNESS.still_running("Read", "1\\tstarted\\n"), HARNESS.still_running("Read", "1\\t[killed]")
+(True, False)
+>>> HARNESS.still_running("Read", "File does not exist.")  # an error says nothing of a run
+False
 
 Its hooks (:data:`CLI`): the protocol it set (:mod:`~loopfuse.harness.json_hooks`), in
 ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR``) or a project's
@@ -31,7 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.installers import HooksMap
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -65,15 +76,28 @@ HARNESS: Final = Harness(
         Tool("TaskOutput", _WAIT),
         Tool("KillShell", _OTHER),
         Tool("KillBash", _OTHER),
-        Tool("Read", _READ),
-        Tool("Grep", _READ),
-        Tool("Glob", _READ),
-        Tool("LS", _READ),
-        Tool("NotebookRead", _READ),
-        Tool("Edit", _EDITOR),
-        Tool("MultiEdit", _EDITOR),
-        Tool("Write", _EDITOR),
-        Tool("NotebookEdit", _EDITOR),
+        Tool(
+            "Read",
+            _READ,
+            argument="file_path",
+            matching=re.compile(r"/tasks/[A-Za-z0-9_-]{1,64}\.output\Z"),
+            when_matching=_WAIT,
+            files=FileAccess.READS,
+            ended=re.compile(
+                r"\[(?:exited with code -?\d{1,4}|killed|stopped|timed out)[^\]\n]{0,64}\]"
+            ),
+            # numbered lines (a transcript), or the file object a hook is given
+            output=re.compile(r'[ \t]{0,16}\d{1,9}(?:\t|\u2192)|\{"file":\{'),
+        ),
+        Tool("Monitor", _SHELL, prose=("description",)),
+        Tool("Grep", _READ, files=FileAccess.READS),
+        Tool("Glob", _READ, files=FileAccess.READS),
+        Tool("LS", _READ, files=FileAccess.READS),
+        Tool("NotebookRead", _READ, files=FileAccess.READS),
+        Tool("Edit", _EDITOR, files=FileAccess.EDITS),
+        Tool("MultiEdit", _EDITOR, files=FileAccess.EDITS),
+        Tool("Write", _EDITOR, files=FileAccess.EDITS),
+        Tool("NotebookEdit", _EDITOR, files=FileAccess.EDITS),
         Tool("WebFetch", _COSTLY),
         Tool("WebSearch", _COSTLY),
         Tool("TodoWrite", _OTHER),

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Final
 
 from loopfuse.errors import ConfigError
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.installers import HooksMap
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -94,10 +94,10 @@ HARNESS: Final = Harness(
         Tool("shell_command", _SHELL),
         Tool("local_shell", _SHELL),
         Tool("write_stdin", _OTHER, argument="chars", when_empty=_WAIT),
-        Tool("apply_patch", _EDITOR),
-        Tool("read_file", _READ),
-        Tool("list_dir", _READ),
-        Tool("grep_files", _READ),
+        Tool("apply_patch", _EDITOR, files=FileAccess.EDITS),
+        Tool("read_file", _READ, files=FileAccess.READS),
+        Tool("list_dir", _READ, files=FileAccess.READS),
+        Tool("grep_files", _READ, files=FileAccess.READS),
         Tool("view_image", _READ),
         Tool("web_search", _COSTLY),
         Tool("update_plan", _OTHER),

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Final
 
 from loopfuse.harness.agent_cli import HookEvent
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.installers import HooksMap
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -89,15 +89,15 @@ HARNESS: Final = Harness(
     "Gemini CLI",
     tools=(
         Tool("run_shell_command", _SHELL, prose=("description",)),
-        Tool("read_file", _READ),
-        Tool("read_many_files", _READ),
-        Tool("list_directory", _READ),
-        Tool("glob", _READ),
-        Tool("search_file_content", _READ),
+        Tool("read_file", _READ, files=FileAccess.READS),
+        Tool("read_many_files", _READ, files=FileAccess.READS),
+        Tool("list_directory", _READ, files=FileAccess.READS),
+        Tool("glob", _READ, files=FileAccess.READS),
+        Tool("search_file_content", _READ, files=FileAccess.READS),
         Tool("grep", _READ),
-        Tool("replace", _EDITOR),
-        Tool("write_file", _EDITOR),
-        Tool("edit", _EDITOR),
+        Tool("replace", _EDITOR, files=FileAccess.EDITS),
+        Tool("write_file", _EDITOR, files=FileAccess.EDITS),
+        Tool("edit", _EDITOR, files=FileAccess.EDITS),
         Tool("web_fetch", _COSTLY),
         Tool("google_web_search", _COSTLY),
         Tool("save_memory", _OTHER),

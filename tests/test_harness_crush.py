@@ -301,8 +301,9 @@ def test_scan_agent_crush_is_not_supported_and_says_why(
 ) -> None:
     assert scan_main(["scan", "--agent", names]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("loopfuse scan: error: --agent crush: not supported: Crush keeps")
-    assert "SQLite" in err
+    assert err.startswith("loopfuse scan: error: --agent: scan has no reader for Crush")
+    assert "(Crush keeps them in a SQLite database whose schema is not established here" in err
+    assert len(err.splitlines()) == 1
 
 
 def test_a_crush_database_given_to_scan_is_unreadable_not_clean(

@@ -117,6 +117,10 @@ class CrushCli(AgentCli):
     before_events = ("PreToolUse",)
     after_events = ("PostToolUse",)
     answers_reach_hook = False
+    sessions_unread = (
+        "Crush keeps them in a SQLite database whose schema is not established here: Crush "
+        "cannot be installed on this project's machines"
+    )
     installer = HooksMap(
         ("PreToolUse",),
         comments=True,

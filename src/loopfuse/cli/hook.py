@@ -10,7 +10,8 @@ a loop gets depends on the mode, as in the integrations:
 
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
   note after it; when the session goes on looping, in any way, within the window of the
-  note, the call is refused with the reason;
+  note, the call is refused with the reason; so is the call after calls that failed
+  again the way the noted calls did (:mod:`~loopfuse.cli.hook_notes`);
 - ``refuse``: refused at once; ``note``: only ever noted;
 - with ``--end-session``, a loop that goes on after its refusal ends the session, where
   the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).

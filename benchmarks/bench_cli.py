@@ -113,8 +113,12 @@ def command(path: Path) -> tuple[float, int, int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", default="200,2000,20000")
-    parser.add_argument("--log-mb", type=int, default=100)
+    parser.add_argument(
+        "--turns", default="200,2000,20000", help="trajectory lengths, comma-separated"
+    )
+    parser.add_argument(
+        "--log-mb", type=int, default=100, help="size of the proxy log in MB (0: no log)"
+    )
     parser.add_argument("--keep", type=Path, help="write the inputs here and keep them")
     args = parser.parse_args(argv)
     if args.keep:

@@ -4,7 +4,8 @@ tool calls only, as ``loopfuse hook --agent crush`` judges Crush's calls.
 Usage::
 
     python benchmarks/answerless_eval.py [--only corpus,calibration,openhands,cli]
-        [--turns break|keep] [--list]
+        [--turns break|keep] [--list] [--corpus PATH] [--calibration PATH]
+        [--openhands PATH] [--cli PATH] [--labels FILE]
 
 Crush (0.96.1 and every release before it) runs a hook only *before* a tool call: no
 answer ever reaches the guard (docs/agents.md, "Crush"). So each session here is
@@ -175,10 +176,12 @@ def judge_file(population: str, name: str, data: bytes, rule: Rule) -> Judged:
     return judged
 
 
-def read_population(population: str, place: Path, rule: Rule) -> list[Judged]:
+def read_population(
+    population: str, place: Path, rule: Rule, labels_file: Path = LABELS
+) -> list[Judged]:
     out: list[Judged] = []
     if population == "cli":
-        labels = {row["file"]: row for row in _table(LABELS.read_text("utf-8"))}
+        labels = {row["file"]: row for row in _table(labels_file.read_text("utf-8"))}
         manifest: dict[str, dict[str, str]] = {}
         for name, data in _members(place):
             if name == "manifest.tsv":
@@ -255,15 +258,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="judge as if the answers were known (each unknown one read as repeated)",
     )
+    for population, place in PLACES.items():
+        parser.add_argument(
+            f"--{population}", type=Path, default=place, help=f"the set (default: {place})"
+        )
+    parser.add_argument("--labels", type=Path, default=LABELS, help="the CLI sessions' labels")
     args = parser.parse_args(argv)
     rule = Rule(args.turns == "break", args.as_if_answered)
     judged: list[Judged] = []
     for population in args.only.split(","):
-        place = PLACES[population]
+        place = getattr(args, population)
         if not place.exists():
             print(f"{population}: {place} missing, skipped", file=sys.stderr)
             continue
-        judged.extend(read_population(population, place, rule))
+        judged.extend(read_population(population, place, rule, args.labels))
     print(report(judged, args.list))
     return 0
 

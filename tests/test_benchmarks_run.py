@@ -251,6 +251,31 @@ def test_corpus_eval_judges_every_population_with_scan_populations(tmp_path: Pat
     )
 
 
+def test_answerless_eval_replays_the_sets_without_their_answers(tmp_path: Path) -> None:
+    """Crush's reading (no answer ever known) on a trajectory set and a CLI-sessions set:
+    the table, each population's row, and the healthy runs stopped by source."""
+    source = trajectory_set(tmp_path / "runs")
+    sessions, labels = cli_set(tmp_path)
+    out = run(
+        "answerless_eval.py",
+        "--only",
+        "corpus,cli",
+        "--corpus",
+        source,
+        "--cli",
+        sessions,
+        "--labels",
+        labels,
+    )
+    printed(
+        out,
+        r"^\| population \| files \(unread\) \| healthy \| healthy stopped refuse / warn \|",
+        r"^\| corpus \| 4 \(0\) \| 2 \| 0 / 0 \| 2 \| ",
+        r"^\| cli \| 3 \(0\) \| 2 \| 0 / 0 \| 1 \| ",
+        r"^healthy stopped \(refuse\) by source: \{\}$",
+    )
+
+
 def test_shell_eval_reads_a_folder_of_trajectories(tmp_path: Path) -> None:
     """The classifier over every tool call of a folder (synthetic, not the real ones the
     script defaults to), with samples of each class."""
@@ -269,6 +294,7 @@ def test_every_script_is_run() -> None:
     scripts that import them."""
     helpers = {"timing.py", "scan_populations.py"}  # run by the bench_* / corpus_eval.py
     own_tests = {"bench_cli.py", "bench_store.py", "corpus_eval.py", "shell_eval.py"}
+    own_tests.add("answerless_eval.py")
     scripts = {path.name for path in BENCHMARKS.glob("*.py")}
     assert scripts == set(SMOKE) | own_tests | helpers, "a benchmark this file does not run"
     for name in helpers:

@@ -1,5 +1,5 @@
 r"""Coding-agent CLIs' own transcripts (Claude Code, Codex, Gemini CLI, Copilot CLI,
-OpenCode, Qwen Code), as conversations.
+OpenCode, Qwen Code, pi), as conversations.
 
 Each CLI keeps every session it ran as a JSON Lines file. ``loopfuse scan`` recognises
 them by their content (:func:`agent_of`) and turns each run they hold into the request
@@ -23,6 +23,9 @@ Copilot CLI     ``~/.copilot/session-state/<id>/events.jsonl``   Anthropic ``mes
 OpenCode        ``~/.local/share/opencode/opencode.db``          Anthropic ``messages``
                 (``$XDG_DATA_HOME``), or ``opencode export``
 Qwen Code       ``~/.qwen/projects/<cwd>/chats/<session>.jsonl`` Gemini ``contents``
+pi              ``~/.pi/agent/sessions/--<cwd>--/<t>_<id>.jsonl`` Anthropic ``messages``
+                (``$PI_CODING_AGENT_DIR`` moves ``~/.pi/agent``,
+                ``$PI_CODING_AGENT_SESSION_DIR`` its sessions)
 ==============  ===============================================  =========================
 
 How each CLI records a session, and how it is read:
@@ -64,6 +67,10 @@ How each CLI records a session, and how it is read:
   (``functionResponse``, ``{"output"}`` or ``{"error"}``) are the conversation, the
   answers of one turn's calls one message; ``system`` records (telemetry, snapshots)
   are not.
+- **pi** writes a tree of entries (``id``, ``parentId``) under a ``session`` header; its
+  messages (``user``, ``assistant`` with ``toolCall`` parts, ``toolResult`` with
+  ``isError``) are the conversation, read in the order written: see
+  :func:`loopfuse.harness.pi.session_body`.
 
 A line that is not JSON, or not what the CLI writes there, is a problem reported as
 ``"line N: ..."`` and skipped; the rest of the file is still read. A line holding
@@ -90,6 +97,7 @@ from typing import IO, Any, Final
 
 from loopfuse.cli.loglines import CONVERSATION_KEYS, LineProblem, parse_line, read_line, size_text
 from loopfuse.cli.seen_calls import seeming_calls_in
+from loopfuse.harness import pi
 
 __all__ = [
     "AGENTS",
@@ -103,7 +111,7 @@ __all__ = [
     "sessions_folder",
 ]
 
-AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen")
+AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen", "pi")
 """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them."""
 
 _PROBLEMS_SHOWN: Final = 5
@@ -213,7 +221,21 @@ def sessions_folder(agent: str, environ: Mapping[str, str] | None = None) -> Ses
         return SessionFolder(agent, (data / "opencode",), "XDG_DATA_HOME")
     if agent == "qwen":
         return SessionFolder(agent, (home / ".qwen" / "projects",), "HOME")
+    if agent == "pi":  # its agent folder moved, or its sessions' alone (a "~/" as pi reads it)
+        given = env.get("PI_CODING_AGENT_SESSION_DIR")
+        if given:
+            return SessionFolder(agent, (_tilde(given, home),), "PI_CODING_AGENT_SESSION_DIR")
+        given = env.get("PI_CODING_AGENT_DIR")
+        base = _tilde(given, home) if given else home / ".pi" / "agent"
+        return SessionFolder(agent, (base / "sessions",), "PI_CODING_AGENT_DIR")
     raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
+
+
+def _tilde(path: str, home: Path) -> Path:
+    """``path`` with a leading ``~`` read as ``home`` (pi's reading of its variables)."""
+    if path == "~" or path.startswith("~/"):
+        return home / path[2:]
+    return Path(path)
 
 
 def _transcripts(root: Path, agent: str) -> Iterator[Path]:
@@ -284,6 +306,8 @@ def _agent_of_line(value: dict[str, Any]) -> str | None:
         return "qwen"
     if "sessionId" in value or kind in _CLAUDE_ONLY_TYPES:
         return "claude-code"
+    if pi.is_session_record(value):
+        return "pi"
     if (
         kind is not None
         and kind.startswith(_COPILOT_PREFIXES)
@@ -431,6 +455,8 @@ def read_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
         runs = _opencode_runs(session.name, lines)
     elif session.agent == "qwen":
         runs = _qwen_runs(session.name, lines)
+    elif session.agent == "pi":
+        runs = _pi_runs(session.name, lines)
     else:
         runs = _gemini_runs(session.name, path, lines)
     bad = len(lines.bad)
@@ -1273,3 +1299,17 @@ def _epoch_text(milliseconds: object) -> str | None:
     except (OverflowError, OSError, ValueError):
         return None
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- pi -------------------------------------------------------------------------------------
+
+
+def _pi_runs(name: str, lines: _Lines) -> list[AgentRun]:
+    """A pi session file: one run (:func:`loopfuse.harness.pi.session_body`)."""
+    read = pi.session_body(lines)
+    if read is None:
+        return []
+    body, meta, problems = read
+    for number, text in problems:
+        lines.problem(number, text)
+    return [AgentRun(name, body, {"agent": "pi", **meta})]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,13 @@ from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.main import main
 from loopfuse.cli.readers import InputError, read_bytes
 from loopfuse.harness import ToolKind, reader_for
+from loopfuse.harness.agent_cli import HookPayloadError
+from loopfuse.harness.installers import InstallError
 from loopfuse.harness.pi import (
-    EXTENSION_MARK,
+    CLI,
     HARNESS,
     answer_text,
     exit_code,
-    extension_command,
-    extension_text,
     is_session_record,
     session_body,
 )
@@ -104,27 +105,131 @@ def test_a_results_parts_are_the_text_the_model_reads() -> None:
     assert answer_text("as it came") == "as it came"
 
 
-# --- the extension ------------------------------------------------------------------------
+# --- the hook: loopfuse's extension -------------------------------------------------------
+
+
+def recorded_events() -> list[dict[str, Any]]:
+    """What loopfuse's extension sent its hook in a run of the real pi."""
+    lines = (RECORDED / "loopfuse-events.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_the_extensions_events_read_as_the_hook_reads_them() -> None:
+    prompt, before, after, *parallel = [CLI.parse(event) for event in recorded_events()]
+    assert (prompt.phase, prompt.agent) == ("turn", "pi")
+    assert (before.phase, before.tool_name, before.tool_input) == (
+        "before",
+        "bash",
+        {"command": "echo hello"},
+    )
+    assert before.call_id == after.call_id == "call_00000000000000000001"
+    assert (after.phase, after.answer, after.error, after.exit_code) == (
+        "after",
+        "hello\n",
+        False,
+        0,
+    )
+    [failed] = [e for e in parallel if e.phase == "after" and e.error]
+    assert failed.tool_input == {"command": "ls /nonexistent"}
+    assert (failed.exit_code, failed.answer.endswith("Command exited with code 2")) == (2, True)
+    assert {e.session for e in parallel} == {prompt.session}
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {},
+        {"hook_event_name": "tool_call"},
+        {"hook_event_name": "tool_call", "session_id": "s"},
+        {"hook_event_name": "tool_call", "session_id": "", "tool_name": "bash"},
+        {"hook_event_name": "turn_end", "session_id": "s", "tool_name": "bash"},
+        {"hook_event_name": ["tool_call"], "session_id": "s", "tool_name": "bash"},
+    ],
+)
+def test_what_is_not_an_event_of_the_extension_is_refused(payload: dict[str, Any]) -> None:
+    with pytest.raises(HookPayloadError):
+        CLI.parse(payload)
+
+
+def test_an_answer_without_a_flag_or_with_an_image_still_reads() -> None:
+    event = CLI.parse(
+        {
+            "hook_event_name": "tool_result",
+            "session_id": "s",
+            "tool_name": "read",
+            "tool_input": {"path": "a.png"},
+            "tool_response": [{"type": "image", "mimeType": "image/png", "size": 4, "sha256": "e"}],
+        }
+    )
+    assert (event.error, event.exit_code, event.call_id) == (None, None, None)
+    assert '"sha256": "e"' in str(event.answer)
+    cut = "ok\n\n[Showing lines 1-2 of 9. Full output: /tmp/pi-bash-0123456789abcdef.log]"
+    event = CLI.parse(
+        {
+            "hook_event_name": "tool_result",
+            "session_id": "s",
+            "tool_name": "bash",
+            "tool_input": {"command": "make"},
+            "tool_response": [{"type": "text", "text": cut}],
+            "is_error": False,
+        }
+    )
+    assert event.answer == cut.replace("0123456789abcdef", "")
+
+
+def test_the_answers_are_the_extensions_words() -> None:
+    before = CLI.parse(CLI.probe_event("s"))
+    after = CLI.parse(recorded_events()[2])
+    assert CLI.render(before, "allow", "") == ("", 0)
+    assert CLI.render(before, "deny", "R") == ('{"block": true, "reason": "R"}', 0)
+    assert CLI.render(before, "end", "R") == ('{"block": true, "reason": "R", "end": true}', 0)
+    assert CLI.render(before, "note", "R") == ("", 0)  # a note comes after the call
+    assert CLI.render(after, "note", "T") == ('{"note": "T"}', 0)
+    assert CLI.render(after, "deny", "R") == ("", 0)  # a call that ran cannot be refused
+    assert CLI.render_user_message(before, "M") == ('{"message": "M"}', 0)
+    turn = CLI.parse(recorded_events()[0])
+    assert CLI.render(turn, "deny", "R") == ("", 0)
+
+
+def test_the_extension_goes_in_pis_extension_folders() -> None:
+    cwd = Path("/w")
+    assert CLI.settings_path(False, {"HOME": "/h"}, cwd) == Path(
+        "/h/.pi/agent/extensions/loopfuse.ts"
+    )
+    env = {"HOME": "/h", "PI_CODING_AGENT_DIR": "/a"}
+    assert CLI.settings_path(False, env, cwd) == Path("/a/extensions/loopfuse.ts")
+    assert CLI.settings_path(True, env, cwd) == Path("/w/.pi/extensions/loopfuse.ts")
+
+
+def mine(command: str) -> bool:
+    return command.startswith("loopfuse hook")
 
 
 def test_the_extension_runs_the_command_it_was_written_with() -> None:
-    command = "/opt/my env/bin/loopfuse hook --agent pi --config 'it\"s.toml'"
-    text = extension_text(command)
-    assert text.startswith(EXTENSION_MARK)
-    assert extension_command(text) == command
-    assert text.count("const COMMAND = ") == 1
-    # Not ours: another extension, or ours with its command line damaged.
-    assert extension_command("export default function (pi) {}\n") is None
-    assert extension_command(text.replace("const COMMAND = ", "const OTHER = ")) is None
+    command = "loopfuse hook --agent pi --config 'my settings.toml'"
+    text = CLI.installer.install("", command, mine)
+    assert "const COMMAND: string[] = " + json.dumps(shlex.split(command)) + ";" in text
+    assert CLI.installer.commands(text, mine) == {
+        event: [command] for event in ("before_agent_start", "tool_call", "tool_result")
+    }
+    assert CLI.installer.install(text, "loopfuse hook --agent pi", mine) != text
+    assert CLI.installer.uninstall(text, mine) == ""
+    # Another extension in its place is not ours: left as it is, never overwritten.
+    other = "export default function (pi) {}\n"
+    assert CLI.installer.uninstall(other, mine) == other
+    with pytest.raises(InstallError):
+        CLI.installer.install(other, command, mine)
 
 
-def test_the_extension_is_package_data_small_and_readable() -> None:
-    text = extension_text("loopfuse hook --agent pi")
-    assert len(text.splitlines()) < 200
-    # It never lets an error reach pi (pi refuses the call of an extension that throws)
-    # and handles its child's stdin errors (an unhandled EPIPE ends pi).
+def test_the_extension_is_small_readable_and_never_breaks_pi() -> None:
+    text = CLI.installer.install("", "loopfuse hook --agent pi", mine)
+    assert len(text.splitlines()) <= 200
+    # pi refuses the call of an extension that throws, and an unhandled EPIPE on the
+    # hook's stdin ends pi: every handler catches, the child's stdin and spawn errors
+    # are handled (tests/test_e2e_pi.py runs it in the real pi).
     assert 'child.stdin.on("error"' in text
     assert 'child.on("error"' in text
+    assert text.count("} catch {}") >= 4
 
 
 # --- sessions -----------------------------------------------------------------------------

@@ -221,21 +221,11 @@ def sessions_folder(agent: str, environ: Mapping[str, str] | None = None) -> Ses
         return SessionFolder(agent, (data / "opencode",), "XDG_DATA_HOME")
     if agent == "qwen":
         return SessionFolder(agent, (home / ".qwen" / "projects",), "HOME")
-    if agent == "pi":  # its agent folder moved, or its sessions' alone (a "~/" as pi reads it)
-        given = env.get("PI_CODING_AGENT_SESSION_DIR")
-        if given:
-            return SessionFolder(agent, (_tilde(given, home),), "PI_CODING_AGENT_SESSION_DIR")
-        given = env.get("PI_CODING_AGENT_DIR")
-        base = _tilde(given, home) if given else home / ".pi" / "agent"
-        return SessionFolder(agent, (base / "sessions",), "PI_CODING_AGENT_DIR")
+    if agent == "pi":  # $PI_CODING_AGENT_DIR moves ~/.pi/agent, or the sessions' alone
+        return SessionFolder(
+            agent, (pi.sessions_dir({**env, "HOME": str(home)}),), "PI_CODING_AGENT_DIR"
+        )
     raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
-
-
-def _tilde(path: str, home: Path) -> Path:
-    """``path`` with a leading ``~`` read as ``home`` (pi's reading of its variables)."""
-    if path == "~" or path.startswith("~/"):
-        return home / path[2:]
-    return Path(path)
 
 
 def _transcripts(root: Path, agent: str) -> Iterator[Path]:

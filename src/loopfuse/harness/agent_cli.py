@@ -19,7 +19,7 @@ Adding a CLI is adding its module and one line to :data:`AGENT_CLIS`.
 >>> agent_cli("nobody")
 Traceback (most recent call last):
 ...
-loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen
+loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen, pi
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "codex": "codex",
     "gemini": "gemini_cli",
     "qwen": "qwen_code",
+    "pi": "pi",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which
 exports ``CLI``), in the order the command line lists them."""

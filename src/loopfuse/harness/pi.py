@@ -37,21 +37,32 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib import resources
+from pathlib import Path
 from typing import Any, Final
 
+from loopfuse.harness.agent_cli import (
+    PROBE_TOOL,
+    Action,
+    AgentCli,
+    HookEvent,
+    HookPayloadError,
+)
 from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.installers import WholeFile
 
 __all__ = [
+    "CLI",
     "EXTENSION_FILE",
     "HARNESS",
+    "PiCli",
+    "agent_dir",
     "answer_text",
     "exit_code",
-    "extension_command",
-    "extension_text",
     "is_session_record",
     "session_body",
+    "sessions_dir",
 ]
 
 _READ, _SHELL, _EDITOR = ToolKind.READ, ToolKind.SHELL, ToolKind.EDITOR
@@ -101,50 +112,6 @@ HARNESS: Final = Harness(
 """pi's tools and conventions."""
 
 
-# --- the extension ------------------------------------------------------------------------
-
-EXTENSION_FILE: Final = "loopfuse.ts"
-"""The name of loopfuse's extension in pi's extension folders."""
-_COMMAND_LINE: Final = re.compile(r'^const COMMAND = ("(?:[^"\\\n]|\\.)*");$', re.MULTILINE)
-_TEMPLATE_COMMAND: Final = 'const COMMAND = "loopfuse hook --agent pi";'
-EXTENSION_MARK: Final = "// loopfuse: the loop guard of pi's tool calls"
-"""The first line of loopfuse's extension: a file that starts otherwise is not ours."""
-
-
-def _template() -> str:
-    return resources.files("loopfuse.harness").joinpath("pi_extension.ts").read_text("utf-8")
-
-
-def extension_text(command: str) -> str:
-    """loopfuse's extension for pi, running ``command`` (a shell command line, as the
-    other CLIs' hook entries hold) at each event.
-
-    >>> text = extension_text("loopfuse hook --agent pi --mode refuse")
-    >>> text.startswith(EXTENSION_MARK), extension_command(text)
-    (True, 'loopfuse hook --agent pi --mode refuse')
-    """
-    template = _template()
-    # JSON's string is a JavaScript string literal (U+2028/2029 are escaped by
-    # ensure_ascii, as every other character outside ASCII).
-    line = f"const COMMAND = {json.dumps(command)};"
-    return template.replace(_TEMPLATE_COMMAND, line, 1)
-
-
-def extension_command(text: str) -> str | None:
-    """The command loopfuse's extension ``text`` runs, or ``None`` when ``text`` is not
-    loopfuse's extension."""
-    if not text.startswith(EXTENSION_MARK):
-        return None
-    found = _COMMAND_LINE.search(text)
-    if found is None:
-        return None
-    try:
-        command = json.loads(found.group(1))
-    except ValueError:
-        return None
-    return command if isinstance(command, str) else None
-
-
 # --- answers ------------------------------------------------------------------------------
 
 
@@ -166,6 +133,162 @@ def answer_text(content: object) -> object:
         else:
             texts.append(json.dumps(part, sort_keys=True, default=str))
     return "\n".join(texts)
+
+
+# --- the hook -------------------------------------------------------------------------------
+
+EXTENSION_FILE: Final = "loopfuse.ts"
+"""The name of loopfuse's extension in pi's extension folders."""
+
+
+def _extension() -> str:
+    return resources.files("loopfuse.harness").joinpath("pi_extension.ts").read_text("utf-8")
+
+
+class PiCli(AgentCli):
+    """pi as ``loopfuse hook``, ``init`` and ``doctor`` see it.
+
+    pi runs no command at a tool call: loopfuse's extension (``pi_extension.ts``, which
+    ``loopfuse init --agent pi`` writes to ``~/.pi/agent/extensions/loopfuse.ts``, or
+    ``.pi/extensions/loopfuse.ts`` with ``--project``) runs ``loopfuse hook --agent pi``
+    at each of its events, with one JSON object on stdin:
+
+    - ``before_agent_start`` (the user sent a prompt: a new run): ``prompt``;
+    - ``tool_call`` (before a call): ``tool_name``, ``tool_call_id``, ``tool_input``
+      (the arguments the model gave);
+    - ``tool_result`` (after it, failed calls too): the same, and ``tool_response`` (the
+      result's parts) and ``is_error`` (pi's flag);
+
+    each with ``session_id``, ``transcript_path`` and ``cwd``. The hook answers one JSON
+    object, or nothing (allow): ``{"block": true, "reason": R}`` refuses the call (the
+    model reads ``R`` as its result), with ``"end": true`` it also ends the run (pi's
+    ``ctx.abort()``: the run stops, exit status 1); ``{"note": T}`` adds ``T`` to the
+    call's result; ``{"message": M}`` shows ``M`` to the user.
+
+    >>> event = CLI.parse({"hook_event_name": "tool_result", "session_id": "s",
+    ...     "tool_name": "bash", "tool_call_id": "c1", "tool_input": {"command": "make"},
+    ...     "tool_response": [{"type": "text", "text": "make: *** Error 2\\n\\n\\n"
+    ...     "Command exited with code 2"}], "is_error": True})
+    >>> event.phase, event.error, event.exit_code
+    ('after', True, 2)
+    >>> CLI.render(event, "note", "[loopfuse] a loop")
+    ('{"note": "[loopfuse] a loop"}', 0)
+    """
+
+    name = "pi"
+    title = "pi"
+    harness = HARNESS
+    before_events = ("tool_call",)
+    after_events = ("tool_result",)
+    turn_events = ("before_agent_start",)
+    installer = WholeFile(_extension(), ("before_agent_start", "tool_call", "tool_result"))
+
+    def parse(self, payload: dict[str, object]) -> HookEvent:
+        """Read one event of loopfuse's extension."""
+        event_name = payload.get("hook_event_name")
+        if not isinstance(event_name, str):
+            raise HookPayloadError("the hook input has no hook_event_name")
+        phase = self.phase_of(event_name)
+        session = payload.get("session_id")
+        if not isinstance(session, str) or not session:
+            raise HookPayloadError("the hook input has no session_id")
+        if phase != "before" and phase != "after":
+            return HookEvent(self.name, phase, event_name, session, "", None)
+        tool_name = payload.get("tool_name")
+        if not isinstance(tool_name, str) or not tool_name:
+            raise HookPayloadError("the hook input has no tool_name")
+        call_id = payload.get("tool_call_id")
+        event = HookEvent(
+            self.name,
+            phase,
+            event_name,
+            session,
+            tool_name,
+            self.harness.call(tool_name, payload.get("tool_input")),
+            call_id if isinstance(call_id, str) and call_id else None,
+        )
+        if phase == "before":
+            return event
+        answer = answer_text(payload.get("tool_response"))
+        flag = payload.get("is_error")
+        error = flag if isinstance(flag, bool) else None
+        code: int | None = None
+        if isinstance(answer, str):
+            if tool_name == "bash" and error is not None:
+                code = exit_code(answer) if error else 0
+            answer = self.harness.without_volatile(answer)
+        return event._replace(answer=answer, error=error, exit_code=code)
+
+    def render(self, event: HookEvent, action: Action, reason: str) -> tuple[str, int]:
+        """The extension's answer: see the class's docstring."""
+        if action == "allow" or event.phase in ("turn", "batch"):
+            return "", 0
+        if event.phase == "after":
+            if action == "note":
+                return json.dumps({"note": reason}), 0
+            return (json.dumps({"end": True}), 0) if action == "end" else ("", 0)
+        if action == "note":
+            return "", 0
+        answer: dict[str, object] = {"block": True, "reason": reason}
+        if action == "end":
+            answer["end"] = True
+        return json.dumps(answer), 0
+
+    def render_user_message(self, event: HookEvent, text: str) -> tuple[str, int]:
+        """Allow, and show ``text`` to the user (pi's notice; on stderr with ``-p``)."""
+        del event
+        return json.dumps({"message": text}), 0
+
+    def probe_event(self, session: str) -> dict[str, object]:
+        """A ``tool_call`` event as the extension sends it."""
+        return {
+            "hook_event_name": "tool_call",
+            "session_id": session,
+            "transcript_path": None,
+            "cwd": None,
+            "tool_name": PROBE_TOOL,
+            "tool_call_id": "loopfuse-doctor",
+            "tool_input": {},
+        }
+
+    def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
+        """The extension's file: ``.pi/extensions/`` of the project, or the user's
+        extension folder (``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``)."""
+        if project:
+            return cwd / ".pi" / "extensions" / EXTENSION_FILE
+        return agent_dir(env) / "extensions" / EXTENSION_FILE
+
+
+def agent_dir(env: Mapping[str, str]) -> Path:
+    """pi's own folder: ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``.
+
+    >>> agent_dir({"HOME": "/h"}), agent_dir({"HOME": "/h", "PI_CODING_AGENT_DIR": "~/p"})
+    (PosixPath('/h/.pi/agent'), PosixPath('/h/p'))
+    """
+    given = env.get("PI_CODING_AGENT_DIR")
+    return _home_path(given, env) if given else _home(env) / ".pi" / "agent"
+
+
+def sessions_dir(env: Mapping[str, str]) -> Path:
+    """Where pi keeps its sessions: ``$PI_CODING_AGENT_SESSION_DIR``, else ``sessions/``
+    of :func:`agent_dir`."""
+    given = env.get("PI_CODING_AGENT_SESSION_DIR")
+    return _home_path(given, env) if given else agent_dir(env) / "sessions"
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or Path.home())
+
+
+def _home_path(given: str, env: Mapping[str, str]) -> Path:
+    """A folder a variable of pi's names (a leading ``~`` is the home, as pi reads it)."""
+    if given == "~" or given.startswith("~/"):
+        return _home(env) / given[2:]
+    return Path(given)
+
+
+CLI: Final = PiCli()
+"""pi's hook protocol (through loopfuse's extension)."""
 
 
 # --- sessions -----------------------------------------------------------------------------

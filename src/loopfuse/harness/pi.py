@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from importlib import resources
+from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
@@ -141,8 +141,15 @@ EXTENSION_FILE: Final = "loopfuse.ts"
 """The name of loopfuse's extension in pi's extension folders."""
 
 
-def _extension() -> str:
-    return resources.files("loopfuse.harness").joinpath("pi_extension.ts").read_text("utf-8")
+@cache
+def _extension() -> WholeFile:
+    """loopfuse's extension, as ``loopfuse init`` writes it. Read on first use: every
+    before-hook imports this module (its tools are "auto"'s), and none needs the file
+    (nor ``importlib.resources``, about 10 ms of imports)."""
+    from importlib import resources
+
+    template = resources.files("loopfuse.harness").joinpath("pi_extension.ts").read_text("utf-8")
+    return WholeFile(template, ("before_agent_start", "tool_call", "tool_result"))
 
 
 class PiCli(AgentCli):
@@ -181,7 +188,11 @@ class PiCli(AgentCli):
     before_events = ("tool_call",)
     after_events = ("tool_result",)
     turn_events = ("before_agent_start",)
-    installer = WholeFile(_extension(), ("before_agent_start", "tool_call", "tool_result"))
+
+    @property
+    def installer(self) -> WholeFile:  # type: ignore[override]
+        """loopfuse's extension (:func:`_extension`)."""
+        return _extension()
 
     def parse(self, payload: dict[str, object]) -> HookEvent:
         """Read one event of loopfuse's extension."""

@@ -176,6 +176,22 @@ def test_pi_with_end_session_a_loop_that_goes_on_after_its_refusal_ends_the_run(
     assert sum("session ended" in line for line in done.log_lines()) == 1
 
 
+@pytest.mark.slow
+def test_pi_a_read_only_failing_command_is_told_refused_and_ended_at_the_documented_calls(
+    home: Home,
+) -> None:
+    """``cat missing.txt`` every turn (docs/agents.md): the read-only allowance, so noted
+    at the 5th call, refused at the 6th, the run ended at the 7th (``--end-session``)."""
+    noted = 5
+    done = guarded_run(home, same_command("cat missing.txt", 10), "--end-session")
+    assert done.run.returncode == 1
+    assert (done.first_turn("note"), done.first_turn("refusal")) == (noted, noted + 1)
+    history = done.results(len(done.model.turns) - 1)
+    ran = [t for t in history if "No such file or directory" in t]
+    assert len(ran) == noted
+    assert len(done.model.turns) == noted + 2
+
+
 def assert_untouched(done: GuardedRun, calls: int) -> None:
     """No note, no refusal, nothing logged, nothing told the user; and the hook did see
     each call and its answer."""

@@ -240,6 +240,27 @@ def test_pi_a_broken_state_folder_fails_open(home: Home) -> None:
     assert done.run.stderr.count("the call is allowed, unguarded") == 1
 
 
+@pytest.mark.slow
+def test_pi_shows_the_user_refused_settings_once(home: Home) -> None:
+    """A settings file broken after ``init`` (a misspelt key): every call runs, the model
+    reads nothing of loopfuse, and the user is told once, on pi's stderr (the hook's
+    message for the user, which the extension shows)."""
+    config = home.root / "loopfuse.toml"
+    config.write_text("max_strikes = 3\n", encoding="utf-8")
+    loopfuse_init(home, "--config", str(config))
+    config.write_text("max_strike = 3\n", encoding="utf-8")
+    turns = 5
+    with PiModel(same_command(FAILING, turns)) as model:
+        run = run_pi(home, model)
+    done = GuardedRun(home, run, model)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert done.attempts() == turns
+    assert not any("loopfuse" in t for r in model.requests for t in strings(r.body))
+    told = "[loopfuse] The loop guard is OFF: its settings are refused"
+    assert run.stderr.count(told) == 1
+    assert "max_strike" in run.stderr
+
+
 # A command line longer than a pipe's buffer (64 KiB): the extension's write of the event
 # to a hook that does not read it fails with EPIPE.
 LONG = "echo attempt >> attempts.log; true " + "#" * 100_000

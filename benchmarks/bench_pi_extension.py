@@ -17,15 +17,17 @@ headless against the tests' fake model on loopback (tests/pi_e2e.py), on a run o
 - the extension running ``loopfuse hook --agent pi`` (the installed console script
   beside this Python, as ``loopfuse init`` writes it), with its state in a fresh folder.
 
-Printed: the median run time of each over ``--rounds`` rounds (interleaved), and what
-each adds per tool call over the baseline (a call's two hooks; the prompt's one hook
-spread over the calls). Figures move with the machine's load: compare one run's.
+Printed: the median run time of each over ``--rounds`` rounds (interleaved), wall and CPU
+(pi's and every process it started), and what each adds per tool call over the baseline
+(a call's two hooks; the prompt's one hook spread over the calls). Wall figures move with
+the machine's load (compare one run's); CPU figures much less.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shlex
 import statistics
 import sys
@@ -46,8 +48,10 @@ def loopfuse() -> list[str]:
     return [str(installed)] if installed.exists() else [sys.executable, "-m", "loopfuse"]
 
 
-def timed_run(root: Path, command: list[str] | None, calls: int) -> float:
-    """Seconds of one pi run of ``calls`` calls, with the extension running ``command``."""
+def timed_run(root: Path, command: list[str] | None, calls: int) -> tuple[float, float]:
+    """Seconds of one pi run of ``calls`` calls, with the extension running ``command``:
+    its wall time, and the CPU time of pi and every process it started (user + system:
+    what the machine's load does not change)."""
     home = Home(root).make()
     if command is not None:
         folder = agent_dir(home) / "extensions"
@@ -55,12 +59,14 @@ def timed_run(root: Path, command: list[str] | None, calls: int) -> float:
         text = CLI.installer.install("", shlex.join(command), lambda _: True)
         (folder / "loopfuse.ts").write_text(text, encoding="utf-8")
     with PiModel(commands_then_answer(*(f"echo {i}" for i in range(calls)))) as model:
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         run = run_pi(home, model)
         seconds = time.perf_counter() - start
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
     if run.returncode != 0 or len(model.turns) != calls + 1:
         raise SystemExit(f"pi failed: {run.stderr[-2000:]}")
-    return seconds
+    return seconds, (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,20 +82,24 @@ def main(argv: list[str] | None = None) -> int:
         "python -c pass": [sys.executable, "-c", "pass"],
         "loopfuse hook": [*loopfuse(), "hook", "--agent", "pi"],
     }
-    times: dict[str, list[float]] = {name: [] for name in variants}
+    wall: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as folder:
         for r in range(args.rounds):
             for name, command in variants.items():
-                root = Path(folder) / f"{r}-{len(times[name])}-{name.replace('/', '_')}"
-                times[name].append(timed_run(root, command, args.calls))
-    base = statistics.median(times["no extension"])
+                root = Path(folder) / f"{r}-{name.replace('/', '_').replace(' ', '_')}"
+                seconds, used = timed_run(root, command, args.calls)
+                wall[name].append(seconds)
+                cpu[name].append(used)
+    medians = {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in wall}
+    base_wall, base_cpu = medians["no extension"]
     print(f"pi, {args.calls} tool calls a run, median of {args.rounds} runs")
-    print("extension runs        run (s)   per call (ms) over no extension")
-    for name, values in times.items():
-        median = statistics.median(values)
-        extra = (median - base) / args.calls * 1000
-        print(f"{name:20} {median:8.2f}   {extra:8.1f}")
-    print(json.dumps({name: statistics.median(v) for name, v in times.items()}))
+    print("extension runs        run: wall (s) [CPU]   per call over no extension: wall (ms) [CPU]")
+    for name, (seconds, used) in medians.items():
+        extra = (seconds - base_wall) / args.calls * 1000
+        extra_cpu = (used - base_cpu) / args.calls * 1000
+        print(f"{name:20} {seconds:8.2f} [{used:6.2f}]   {extra:8.1f} [{extra_cpu:6.1f}]")
+    print(json.dumps(medians))
     return 0
 
 

@@ -49,14 +49,17 @@ from loopfuse.harness.agent_cli import (
     HookEvent,
     HookPayloadError,
 )
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.installers import WholeFile
+from loopfuse.harness.transcripts import AgentRun, Lines, SessionFolder, SessionFormat, run_meta
 
 __all__ = [
     "CLI",
     "EXTENSION_FILE",
     "HARNESS",
+    "SESSIONS",
     "PiCli",
+    "PiSessions",
     "agent_dir",
     "answer_text",
     "exit_code",
@@ -98,12 +101,12 @@ HARNESS: Final = Harness(
     "pi",
     tools=(
         Tool("bash", _SHELL),
-        Tool("read", _READ),
+        Tool("read", _READ, files=FileAccess.READS),
         Tool("grep", _READ),
         Tool("find", _READ),
         Tool("ls", _READ),
-        Tool("edit", _EDITOR),
-        Tool("write", _EDITOR),
+        Tool("edit", _EDITOR, files=FileAccess.EDITS),
+        Tool("write", _EDITOR, files=FileAccess.EDITS),
     ),
     answer_failed=_answer_failed,
     failure_fields=("isError",),
@@ -152,6 +155,37 @@ def _extension() -> WholeFile:
     return WholeFile(template, ("before_agent_start", "tool_call", "tool_result"))
 
 
+class PiSessions(SessionFormat):
+    """pi's session files: ``~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl``
+    (:func:`sessions_dir`), each one run (:func:`session_body`)."""
+
+    agent = "pi"
+    priority = 70  # its records have no sessionId: asked after every other CLI
+
+    def folder(self, env: Mapping[str, str]) -> SessionFolder:
+        """:func:`sessions_dir`."""
+        return SessionFolder(self.agent, (sessions_dir(env),), "PI_CODING_AGENT_DIR")
+
+    def recognises(self, record: dict[str, Any]) -> bool:
+        """A record of a pi session file (:func:`is_session_record`)."""
+        return is_session_record(record)
+
+    def read_runs(self, name: str, path: Path | None, lines: Lines) -> list[AgentRun]:
+        """The session's one run."""
+        del path
+        read = session_body(lines)
+        if read is None:
+            return []
+        body, meta, problems = read
+        for number, text in problems:
+            lines.problem(number, text)
+        return [AgentRun(name, body, run_meta(agent=self.agent, **meta))]
+
+
+SESSIONS: Final = PiSessions()
+"""pi's transcripts, as ``loopfuse scan`` reads them."""
+
+
 class PiCli(AgentCli):
     """pi as ``loopfuse hook``, ``init`` and ``doctor`` see it.
 
@@ -188,6 +222,7 @@ class PiCli(AgentCli):
     before_events = ("tool_call",)
     after_events = ("tool_result",)
     turn_events = ("before_agent_start",)
+    sessions = SESSIONS
 
     @property
     def installer(self) -> WholeFile:  # type: ignore[override]
@@ -370,6 +405,9 @@ def session_body(
     header: dict[str, Any] = {}
     model: str | None = None
     for number, record in records:
+        if not is_session_record(record):
+            problems.append((number, "not a pi session record"))
+            continue
         kind = record.get("type")
         if kind == "session":
             header = header or record

@@ -19,6 +19,7 @@ from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.main import main
 from loopfuse.cli.readers import InputError, read_bytes
+from loopfuse.detector.editors import EDIT, READ, EditorCall, editor_call
 from loopfuse.harness import ToolKind, reader_for
 from loopfuse.harness.agent_cli import HookPayloadError
 from loopfuse.harness.installers import InstallError
@@ -59,6 +60,14 @@ def test_the_tools_are_data() -> None:
     assert HARNESS.kind("edit", {"path": "a", "edits": []}) is ToolKind.EDITOR
     assert HARNESS.kind("write", {"path": "a", "content": ""}) is ToolKind.EDITOR
     assert HARNESS.kind("my_extension_tool", {}) is None  # the generic vocabulary judges it
+
+
+def test_pis_file_tools_are_read_by_their_arguments() -> None:
+    """``read`` only reads; ``edit`` and ``write`` change the file their ``path`` names."""
+    assert editor_call("read", {"path": "src/a.py"}) == EditorCall(READ)
+    assert editor_call("write", {"path": "a.txt", "content": "x"}) == EditorCall(EDIT, "a.txt")
+    edits = {"path": "a.py", "edits": [{"oldText": "x", "newText": "y"}]}
+    assert editor_call("edit", edits) == EditorCall(EDIT, "a.py")
 
 
 def test_pis_tools_in_auto_agree_with_the_harnesses_that_share_their_names() -> None:

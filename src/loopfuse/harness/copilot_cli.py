@@ -1,0 +1,266 @@
+"""GitHub Copilot CLI (``@github/copilot``, GitHub's terminal coding agent): its tools, how
+its answers fail, and how its hooks speak.
+
+Facts observed with Copilot CLI 1.0.102 (docs/agent-clis-verified.md, "GitHub Copilot
+CLI"; its payloads in tests/recorded/agent-clis/copilot/) and in real sessions of
+1.0.64 to 1.0.68:
+
+- ``bash {command, description, shellId, mode, detach, initial_wait}`` runs a command
+  line (``description`` is the model's prose about it). A command still running after its
+  ``initial_wait`` (or started with ``mode: "async"``) answers ``<command with shellId: N
+  is still running after S seconds. …>``; the model then reads it with ``read_bash
+  {shellId, delay}``: a **wait**, whose answer says the same while the command runs, and
+  ``stop_bash`` stops it; ``list_bash`` lists the shells (reads).
+- ``view`` reads a file or folder; ``grep``, ``glob`` search; ``create`` and ``edit``
+  (``path``, ``old_str``, ``new_str``) are its editors; ``task`` starts a sub-agent,
+  ``read_agent`` waits on one (or reads what it did), ``list_agents`` lists them,
+  ``write_agent`` talks to one; ``sql`` keeps the session's own tables (its todos),
+  ``session_store_sql`` reads past sessions (read-only);
+  ``fetch_copilot_cli_documentation`` reads the CLI's own bundled documentation.
+- **Every shell answer ends** ``<shellId: N completed with exit code C>``, and ``N``
+  counts up with every call of the session: two identical calls with identical output
+  never answer the same text. That number is volatile (:data:`VOLATILE`, removed before
+  answers are compared, by the hook and by ``scan``); the exit code is kept, and a
+  non-zero one is a failure (:func:`exit_code`). A command that exits non-zero is still a
+  *success* to Copilot (``resultType: "success"``, ``success: true``): only the text says
+  it failed. Exit 0 is left to the other evidence (a reproduction script exits 0 and
+  prints the bug).
+- Any other tool's ``success`` (its transcript) or ``resultType`` (its hooks) says
+  whether the call failed (:func:`call_failed`): ``view`` of a missing path is a
+  failure (``postToolUseFailure``, ``error: "Path does not exist"``).
+
+>>> HARNESS.kind("read_bash", {"shellId": "0", "delay": 5})
+<ToolKind.WAIT: 'wait'>
+>>> HARNESS.without_volatile("hi\\n<shellId: 7 completed with exit code 0>")
+'hi\\n<completed with exit code 0>'
+>>> HARNESS.failed("bash", "boom\\n<shellId: 3 completed with exit code 2>")
+True
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final, NamedTuple
+
+from loopfuse.harness.base import Harness, Tool, ToolKind
+
+__all__ = [
+    "AFTER_EVENTS",
+    "BEFORE_EVENTS",
+    "HARNESS",
+    "SHELL_TOOLS",
+    "TURN_EVENTS",
+    "VOLATILE",
+    "HookInput",
+    "call_failed",
+    "exit_code",
+    "hook_answer",
+    "read_hook_input",
+]
+
+_READ, _WAIT, _SHELL, _EDITOR, _OTHER = (
+    ToolKind.READ, ToolKind.WAIT, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.OTHER,
+)  # fmt: skip
+
+SHELL_TOOLS: Final = frozenset({"bash", "read_bash"})
+"""The tools whose answers end with the shell's exit line: their ``success`` says only
+that the tool ran, not that the command succeeded."""
+
+# The exit line a shell answer ends with; within its last characters.
+_EXIT: Final = re.compile(r"<shellId: [^\s>]{1,64} completed with exit code (-?\d{1,4})>\s*\Z")
+_TAIL: Final = 256
+
+VOLATILE: Final = re.compile(
+    r"(?<=<)shellId: \d{1,9} (?=completed with exit code -?\d{1,4}>)"
+    r"|(?<=<command with )(?:shellId|id): \d{1,9} (?=is still running|stopped>)"
+    r"|(?<=<command started in background with )shellId: \d{1,9}(?=>)"
+)
+"""The session's shell number in Copilot's own lines of a shell answer (``<shellId: N
+completed with exit code C>``, ``<command with shellId: N is still running …>``,
+``<command started in background with shellId: N>``, ``<command with id: N stopped>``):
+a new number on every call, whatever the command did. A ``shellId`` the model chose
+itself (a word) is part of its call and stays."""
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status a shell answer's last line names, or ``None``.
+
+    >>> exit_code("ok\\n<shellId: 0 completed with exit code 0>"), exit_code("hi") is None
+    (0, True)
+    >>> exit_code("x\\n<completed with exit code 127>") is None  # the number is its frame
+    True
+    """
+    tail = text[-_TAIL:]
+    if "completed with exit code" not in tail:
+        return None  # most answers: settled by one substring search
+    found = _EXIT.search(tail)
+    return int(found.group(1)) if found is not None else None
+
+
+def _answer_failed(text: str) -> bool | None:
+    # A non-zero exit is the convention's word; exit 0 is left to the other evidence.
+    code = exit_code(text)
+    return True if code is not None and code != 0 else None
+
+
+def call_failed(tool: str, succeeded: bool | None, text: object) -> tuple[bool | None, int | None]:
+    """Whether one answer of ``tool`` failed, and its exit status when it names one.
+
+    ``succeeded`` is what Copilot said of the call (its hooks' ``resultType``, its
+    transcript's ``success``; ``None``: it said nothing). A failure it reports is a
+    failure; a shell's "success" is only that the command ran, so its exit line decides
+    (non-zero: failed; zero: ``None``, left to the other evidence); any other tool's
+    success is a success.
+
+    >>> call_failed("bash", True, "x\\n<shellId: 1 completed with exit code 1>")
+    (True, 1)
+    >>> call_failed("bash", True, "x\\n<shellId: 1 completed with exit code 0>")
+    (None, 0)
+    >>> call_failed("view", True, "1. # notes"), call_failed("view", False, "")
+    ((False, None), (True, None))
+    """
+    code = exit_code(text) if type(text) is str and tool in SHELL_TOOLS else None
+    if succeeded is False:
+        return True, code
+    if tool in SHELL_TOOLS:
+        return (True if code else None), code
+    return (False if succeeded else None), code
+
+
+HARNESS: Final = Harness(
+    "copilot_cli",
+    "Copilot CLI",
+    tools=(
+        Tool("bash", _SHELL, prose=("description",)),
+        Tool("read_bash", _WAIT),
+        Tool("stop_bash", _OTHER),
+        Tool("list_bash", _READ),
+        Tool("view", _READ),
+        Tool("grep", _READ),
+        Tool("glob", _READ),
+        Tool("create", _EDITOR),
+        Tool("edit", _EDITOR),
+        Tool("fetch_copilot_cli_documentation", _READ),
+        Tool("task", _OTHER),
+        Tool("read_agent", _WAIT),
+        Tool("list_agents", _READ),
+        Tool("write_agent", _OTHER),
+        Tool("ask_user", _OTHER),
+        Tool("skill", _OTHER),
+        Tool("sql", _OTHER, prose=("description",)),
+        Tool("session_store_sql", _READ, prose=("description",)),
+    ),
+    running=("is still running after",),
+    answer_failed=_answer_failed,
+    failure_fields=("success", "toolResult.resultType"),
+    volatile=VOLATILE,
+)
+"""Copilot CLI's tools and conventions."""
+
+
+# --- its hooks ------------------------------------------------------------------------------
+
+BEFORE_EVENTS: Final = ("preToolUse",)
+AFTER_EVENTS: Final = ("postToolUse", "postToolUseFailure")
+TURN_EVENTS: Final = ("userPromptSubmitted",)
+
+
+class HookInput(NamedTuple):
+    """One of Copilot CLI's hook inputs, read: the ``event`` it came for (one of
+    :data:`BEFORE_EVENTS`, :data:`AFTER_EVENTS`, :data:`TURN_EVENTS`), the session, the
+    call (without its prose), and after it the answer (without its volatile shell
+    number), whether it failed and its exit status."""
+
+    event: str
+    session: str
+    tool_name: str = ""
+    tool_input: object = None
+    answer: object = None
+    error: bool | None = None
+    exit_code: int | None = None
+
+
+def read_hook_input(payload: object) -> HookInput:
+    """Read one hook input of Copilot CLI's own (camelCase) events.
+
+    Those inputs carry no event name, and one command serves every event (so that
+    ``init``, ``doctor`` and ``--remove`` find one command in every entry, and an entry a
+    user copies cannot name the wrong event): the event is told by the input's shape,
+    each event having a key of its own (observed with 1.0.102, in
+    tests/recorded/agent-clis/copilot/): ``toolResult`` after a call that succeeded,
+    ``error`` after one that failed, ``prompt`` for the user's prompt; a tool's input
+    with neither is the one before the call. The PascalCase events (Claude Code's names,
+    ``hook_event_name``, snake_case fields, tools renamed ``Bash``, ``Read``) are not
+    read: they name the tools otherwise than the session files and the other events do.
+
+    Raises :class:`ValueError` (with the reason) for anything else.
+
+    >>> read = read_hook_input({"sessionId": "s", "toolName": "bash",
+    ...     "toolArgs": {"command": "ls", "description": "List"}})
+    >>> read.event, read.tool_name, read.tool_input
+    ('preToolUse', 'bash', {'command': 'ls'})
+    """
+    if not isinstance(payload, dict):
+        raise ValueError("the hook input is not a JSON object")
+    if "hook_event_name" in payload:
+        raise ValueError(
+            "a PascalCase event (hook_event_name): loopfuse reads Copilot CLI's own "
+            "camelCase events, which `loopfuse init --agent copilot` installs"
+        )
+    session = payload.get("sessionId")
+    if not isinstance(session, str) or not session:
+        raise ValueError("the hook input has no sessionId")
+    tool = payload.get("toolName")
+    if tool is None and "prompt" in payload:
+        return HookInput(TURN_EVENTS[0], session)
+    if not isinstance(tool, str) or not tool:
+        raise ValueError("the hook input is not a tool call's (no toolName)")
+    arguments = HARNESS.call(tool, payload.get("toolArgs"))
+    if "toolResult" in payload:
+        result = payload["toolResult"]
+        if isinstance(result, dict):
+            kind = result.get("resultType")
+            succeeded = kind == "success" if isinstance(kind, str) else None
+            text = result.get("textResultForLlm")
+        else:  # a bare string is a tool's whole result (the SDK's ToolResult)
+            succeeded, text = None, result
+        return _after(AFTER_EVENTS[0], session, tool, arguments, succeeded, text)
+    if "error" in payload:
+        error = payload["error"]
+        text = error if isinstance(error, str) else json.dumps(error)
+        return _after(AFTER_EVENTS[1], session, tool, arguments, False, text)
+    return HookInput(BEFORE_EVENTS[0], session, tool, arguments)
+
+
+def _after(
+    event: str, session: str, tool: str, arguments: object, succeeded: bool | None, text: object
+) -> HookInput:
+    failed, code = call_failed(tool, succeeded, text)
+    answer = HARNESS.without_volatile(text) if isinstance(text, str) else text
+    return HookInput(event, session, tool, arguments, answer, failed, code)
+
+
+def hook_answer(event: str, action: str, reason: str) -> str:
+    """What a hook prints for ``action`` on ``event`` (its exit status is always 0).
+
+    - a refusal (``"deny"``; ``"end"`` too, since no hook can end a Copilot CLI
+      session: ``continue: false`` and ``interrupt: true`` were ignored by 1.0.102) is
+      top-level ``permissionDecision: "deny"`` with the reason, which the model reads as
+      the call's answer: ``Denied by preToolUse hook: <reason>`` (the Claude Code form,
+      in ``hookSpecificOutput``, is ignored for the camelCase events: the call would run);
+    - a note after a call is top-level ``additionalContext``, which Copilot appends to
+      the call's answer (``postToolUse``) or adds as a message of its own
+      (``postToolUseFailure``); ``hookSpecificOutput.additionalContext`` is ignored;
+    - anything else prints nothing: the call goes on.
+
+    >>> hook_answer("preToolUse", "deny", "stop")
+    '{"permissionDecision": "deny", "permissionDecisionReason": "stop"}'
+    >>> hook_answer("postToolUse", "note", "loop"), hook_answer("postToolUse", "deny", "x")
+    ('{"additionalContext": "loop"}', '')
+    """
+    if action in ("deny", "end") and event in BEFORE_EVENTS:
+        return json.dumps({"permissionDecision": "deny", "permissionDecisionReason": reason})
+    if action == "note" and event in AFTER_EVENTS:
+        return json.dumps({"additionalContext": reason})
+    return ""

@@ -53,8 +53,11 @@ How each CLI records a session, and how it is read:
 
 - **Copilot CLI** writes one event a line: an ``assistant.message`` with its
   ``toolRequests``, each call's ``tool.execution_complete`` (``success: false``: a
-  failed call, flagged ``is_error``); the rest (hooks, turns, permissions) is not part
-  of the conversation.
+  failed call, flagged ``is_error``; a shell's ``success: true`` only says it ran, its
+  answer's exit line says whether it failed: :func:`loopfuse.harness.copilot_cli.
+  call_failed`); the rest (hooks, turns, permissions) is not part of the conversation.
+  A shell answer is read without its shell number (``<shellId: N …>``, new on every
+  call), as the hook reads it.
 - **OpenCode** keeps a session as messages of parts; one assistant message holds each
   step of an answer (``step-start`` ... ``step-finish``): one turn each. Its database
   is read read-only, each session as ``opencode export`` would print it.
@@ -90,6 +93,7 @@ from typing import IO, Any, Final
 
 from loopfuse.cli.loglines import CONVERSATION_KEYS, LineProblem, parse_line, read_line, size_text
 from loopfuse.cli.seen_calls import seeming_calls_in
+from loopfuse.harness import copilot_cli
 
 __all__ = [
     "AGENTS",
@@ -967,7 +971,7 @@ def _copilot_runs(name: str, lines: _Lines) -> list[AgentRun]:
     messages: list[dict[str, Any]] = []
     info: dict[str, Any] = {}
     model: str | None = None
-    asked: set[str] = set()  # the calls already in an assistant message
+    asked: dict[str, str] = {}  # the calls already in an assistant message: their tools
     for number, record in lines:
         kind = record.get("type")
         data = record.get("data")
@@ -995,18 +999,18 @@ def _copilot_runs(name: str, lines: _Lines) -> list[AgentRun]:
                 if isinstance(request, dict):
                     call = _copilot_call(request.get("toolCallId"), request)
                     blocks.append(call)
-                    asked.add(call["id"])
+                    asked[call["id"]] = call["name"]
             if blocks:
                 messages.append({"role": "assistant", "content": blocks})
         elif kind == "tool.execution_start":
             call = _copilot_call(data.get("toolCallId"), {**data, "name": data.get("toolName")})
             if call["id"] not in asked:  # a call no answer listed: it joins the last answer
-                asked.add(call["id"])
+                asked[call["id"]] = call["name"]
                 if not messages or messages[-1]["role"] != "assistant":
                     messages.append({"role": "assistant", "content": []})
                 messages[-1]["content"].append(call)
         elif kind == "tool.execution_complete":
-            _copilot_result(messages, data)
+            _copilot_result(messages, data, asked)
     if not messages:
         return []
     context = info.get("context")
@@ -1035,21 +1039,31 @@ def _copilot_call(call_id: object, request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _copilot_result(messages: list[dict[str, Any]], data: dict[str, Any]) -> None:
+def _copilot_result(
+    messages: list[dict[str, Any]], data: dict[str, Any], tools: Mapping[str, str]
+) -> None:
     """A finished call's answer: the text the model was given (``result.content``; the
-    error's message for a failed call), flagged ``is_error`` unless it succeeded."""
+    error's message for a failed call) without its shell number, and ``is_error`` as
+    Copilot CLI's conventions say (:func:`~loopfuse.harness.copilot_cli.call_failed`:
+    ``success``, and a shell's exit line)."""
     result = data.get("result")
     error = data.get("error")
     text = result.get("content") if isinstance(result, dict) else None
     if not isinstance(text, str) and isinstance(error, dict):
         text = error.get("message")
+    given = data.get("toolCallId")
+    call_id = given if isinstance(given, str) else ""
+    succeeded = data.get("success")
+    failed, _ = copilot_cli.call_failed(
+        tools.get(call_id, ""), succeeded if isinstance(succeeded, bool) else None, text
+    )
     block: dict[str, Any] = {
         "type": "tool_result",
-        "tool_use_id": data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else "",
-        "content": text if isinstance(text, str) else "",
+        "tool_use_id": call_id,
+        "content": copilot_cli.HARNESS.without_volatile(text) if isinstance(text, str) else "",
     }
-    if data.get("success") is False:
-        block["is_error"] = True
+    if failed is not None:
+        block["is_error"] = failed
     last = messages[-1] if messages else None
     if last is not None and last["role"] == "user" and _answers_only(last["content"]):
         last["content"].append(block)  # the answers to one turn's calls: one message

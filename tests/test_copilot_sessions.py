@@ -25,7 +25,8 @@ Step = tuple[str, dict[str, Any], str, bool]  # tool, arguments, answer, success
 def bash(command: str, output: str, number: int, code: int = 0) -> Step:
     """A ``bash`` call and its answer: the output, then the exit line with the call's
     shell number."""
-    return ("bash", {"command": command}, f"{output}\n<shellId: {number} completed with exit code {code}>", True)  # fmt: skip
+    answer = f"{output}\n<shellId: {number} completed with exit code {code}>"
+    return ("bash", {"command": command}, answer, True)
 
 
 def session(steps: list[Step]) -> list[dict[str, Any]]:

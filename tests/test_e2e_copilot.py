@@ -21,14 +21,25 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_clis import RUN_TIMEOUT, Home, Run, executable, needs
-from agent_model import FakeModel, Reply, same_command, strings
+from agent_model import (
+    FakeModel,
+    Reply,
+    Script,
+    commands_then_answer,
+    poll_moving_log,
+    same_command,
+    strings,
+)
+from loopfuse.cli.hook_state import SessionState, load
 
 pytestmark = needs("copilot")
 
@@ -99,6 +110,11 @@ def home(tmp_path: Path) -> Home:
 def copilot_home(home: Home) -> Path:
     """``COPILOT_HOME``: Copilot CLI's settings, logs and session files."""
     return home.home / ".copilot"
+
+
+def hooks_file(home: Home) -> Path:
+    """The hooks file ``loopfuse init --agent copilot`` writes for the user."""
+    return copilot_home(home) / "hooks" / "loopfuse.json"
 
 
 def environment(home: Home, model_url: str, cache: Path, trusted: bool = False) -> dict[str, str]:
@@ -240,3 +256,258 @@ def test_a_hook_that_exits_non_zero_refuses_the_call(home: Home, program_cache: 
     assert not (home.workspace / "ran.log").exists()
     [answer] = tool_answers(model.turns[1].body)
     assert answer.startswith("Denied by preToolUse hook")
+
+
+# --- loopfuse hook, end to end ---------------------------------------------------------------
+
+# How Copilot CLI words a refusal to its model, before the hook's reason.
+REFUSED = "Denied by preToolUse hook: [loopfuse]"
+# How it words a hook that failed (a non-zero exit): never seen while loopfuse guards.
+HOOK_FAILED = "Denied by preToolUse hook"
+# A failing command that leaves a trace of each time it really ran (so it changes state:
+# it has no read-only allowance).
+FAILING = "echo attempt >> attempts.log; cat missing.txt"
+# docs/detector.md: the same call with the same answer is a loop at the 4th, at the 3rd
+# when the answer is an error.
+NOTED_AT = 3
+
+
+def loopfuse_init(home: Home, *flags: str) -> str:
+    """Install ``loopfuse hook`` for Copilot CLI as a user does: ``loopfuse init --agent
+    copilot`` (the console script of the environment the tests run in), in the isolated
+    home; its output."""
+    loopfuse = Path(sys.executable).with_name("loopfuse")
+    done = subprocess.run(
+        [str(loopfuse), "init", "--agent", "copilot", *flags],
+        cwd=home.workspace,
+        env=environment(home, "http://127.0.0.1:9", Path(home.root / "no-cache")),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+@dataclass
+class GuardedRun:
+    """A Copilot CLI run with ``loopfuse hook`` installed, and what it left."""
+
+    home: Home
+    run: Run
+    model: FakeModel
+    said: str  # what loopfuse init said
+
+    @property
+    def state_dir(self) -> Path:
+        return self.home.state / "loopfuse"
+
+    def texts(self, turn: int) -> list[str]:
+        """What the model read in the request of ``turn``."""
+        return list(strings(self.model.turns[turn].body))
+
+    def first_turn(self, wanted: str) -> int | None:
+        """The first turn whose request carries a note (``"note"``) or a refusal
+        (``"refusal"``) of loopfuse: the number of the call it came with (turn ``n``'s
+        request carries the answer of call ``n``)."""
+        for request in self.model.turns:
+            for text in strings(request.body):
+                refusal = REFUSED in text
+                note = "[loopfuse]" in text and not refusal
+                if (refusal if wanted == "refusal" else note) and request.turn is not None:
+                    return request.turn
+        return None
+
+    def refusals(self, turn: int) -> int:
+        return sum(REFUSED in text for text in self.texts(turn))
+
+    def attempts(self) -> int:
+        """How many times the failing command really ran."""
+        log = self.home.workspace / "attempts.log"
+        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
+
+    def log_lines(self) -> list[str]:
+        log = self.state_dir / "hook.log"
+        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+    def session(self) -> SessionState:
+        """The one session's state the hook kept."""
+        files = sorted((self.state_dir / "sessions").glob("copilot-*.json"))
+        assert len(files) == 1, files
+        return load(str(files[0]))
+
+
+def guarded(
+    home: Home, cache: Path, script: Script, *flags: str, trusted: bool = False
+) -> GuardedRun:
+    """Run Copilot CLI on ``script`` with ``loopfuse hook`` installed by ``loopfuse init
+    --agent copilot`` (with ``flags``); the run succeeded."""
+    said = loopfuse_init(home, *flags)
+    with CopilotModel(script) as model:
+        run = run_copilot(home, model.url, cache, trusted=trusted)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return GuardedRun(home, run, model, said)
+
+
+def calls_and_answers(state: SessionState) -> tuple[list[Any], list[Any]]:
+    calls = [e for e in state.events if e[0] == "call"]
+    answers = [e for e in state.events if e[0] == "answer"]
+    return calls, answers
+
+
+def assert_told_then_refused(done: GuardedRun, turns: int) -> None:
+    """The loop noted with the 3rd call's answer, refused from the 4th on, each refusal
+    in the model's next request; nothing refused ran; the agent went on to its answer."""
+    assert (done.first_turn("note"), done.first_turn("refusal")) == (NOTED_AT, NOTED_AT + 1)
+    assert done.attempts() == NOTED_AT
+    for turn in range(NOTED_AT + 1, turns + 1):
+        assert done.refusals(turn) == turn - NOTED_AT
+    assert len(done.model.turns) == turns + 1
+    logged = done.log_lines()
+    assert sum("loop noted" in line for line in logged) == 1
+    assert sum("call refused" in line for line in logged) == turns - NOTED_AT
+
+
+def test_copilot_a_looping_model_is_told_then_refused_with_the_reason(
+    home: Home, program_cache: Path
+) -> None:
+    """The same failing call every turn: at the 3rd the call runs and the model is told
+    why (after its answer); the 4th is refused, and so is every one after it, each time
+    with the reason in the model's next request."""
+    turns = 8
+    done = guarded(home, program_cache, same_command(FAILING, turns))
+    assert_told_then_refused(done, turns)
+    # The note follows the 3rd call's own answer, in the same tool message.
+    [noted] = [t for t in tool_answers(done.model.turns[NOTED_AT].body) if "[loopfuse]" in t]
+    assert "No such file or directory" in noted
+    assert "Loop detected" in noted
+
+
+def assert_untouched(done: GuardedRun, calls: int) -> None:
+    """No note, no refusal, nothing logged; and the hook did see each call and answer."""
+    assert not any("loopfuse" in text for r in done.model.requests for text in strings(r.body))
+    assert len(done.model.turns) == calls + 1
+    assert done.log_lines() == []
+    recorded, answers = calls_and_answers(done.session())
+    assert len(recorded) == len(answers) == calls
+
+
+@pytest.mark.slow
+def test_copilot_a_healthy_run_is_untouched(home: Home, program_cache: Path) -> None:
+    (home.workspace / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
+    script = commands_then_answer("ls", "cat notes.txt", "wc -l notes.txt")
+    assert_untouched(guarded(home, program_cache, script), calls=3)
+
+
+@pytest.mark.slow
+def test_copilot_a_healthy_poll_whose_output_moves_is_untouched(
+    home: Home, program_cache: Path
+) -> None:
+    """``tail -5 build.log`` ten times while the build writes a line before each: the
+    same call, again and again, but its answer moves (progress), so it is never a loop."""
+    polls = 10
+    done = guarded(home, program_cache, poll_moving_log(home.workspace / "build.log", polls))
+    assert_untouched(done, calls=polls)
+    assert any(f"step {polls - 1}:" in text for text in done.texts(polls))
+
+
+@pytest.mark.slow
+def test_copilot_waiting_on_a_command_it_started_is_untouched(
+    home: Home, program_cache: Path
+) -> None:
+    """A command started in the background, then read with ``read_bash`` while it runs:
+    the same wait, the same quiet answer ("still running") again and again, is progress,
+    never a loop. The command runs until the model's last poll (it waits for a file the
+    model's script makes then), which reads its end."""
+    polls = 8  # 7 the same: past the read-only allowance (5), were they reads
+    flag = home.workspace / "done.flag"
+
+    def play(turn: int) -> Reply:
+        if turn == 0:
+            command = "while [ ! -e done.flag ]; do sleep 0.1; done; echo finished"
+            return Reply((command,), arguments=(("mode", "async"),))
+        if turn == polls:
+            flag.touch()  # the command ends: the last poll reads it
+        return Reply(poll=True) if turn <= polls else Reply()
+
+    done = guarded(home, program_cache, play)
+    assert_untouched(done, calls=polls + 1)
+    answers = tool_answers(done.model.turns[-1].body)
+    assert all("is still running" in answer for answer in answers[1:polls])
+    assert answers[polls].endswith("completed with exit code 0>")
+
+
+@pytest.mark.slow
+def test_copilot_a_read_only_failing_command_is_told_and_refused_at_the_documented_calls(
+    home: Home, program_cache: Path
+) -> None:
+    """``cat missing.txt`` failing the same way every time: the read-only allowance
+    (noted at the 5th call, refused at the 6th). Its answers differ only in their shell
+    number (``<shellId: N …>``, new on every call), which the hook does not read: were
+    it read, no two answers would be the same, and the loop would never be found."""
+    turns, noted = 8, 5
+    done = guarded(home, program_cache, same_command("cat missing.txt", turns))
+    assert (done.first_turn("note"), done.first_turn("refusal")) == (noted, noted + 1)
+    answers = tool_answers(done.model.turns[noted].body)
+    assert len({a.rsplit("<shellId: ", 1)[-1] for a in answers}) == noted  # all different
+
+
+@pytest.mark.slow
+def test_copilot_end_session_has_no_effect_and_the_loop_is_refused(
+    home: Home, program_cache: Path
+) -> None:
+    """No hook can end a Copilot CLI session: ``init`` says so and does not write
+    ``--end-session``; every later call of the loop is refused, and the agent goes on to
+    its answer."""
+    turns = 8
+    done = guarded(home, program_cache, same_command(FAILING, turns), "--end-session")
+    assert "--end-session has no effect for Copilot CLI" in done.said
+    assert "--end-session" not in hooks_file(home).read_text(encoding="utf-8")
+    assert_told_then_refused(done, turns)
+    assert not any("session ended" in line for line in done.log_lines())
+
+
+@pytest.mark.slow
+def test_copilot_the_project_hooks_guard_a_trusted_folder(home: Home, program_cache: Path) -> None:
+    """``loopfuse init --agent copilot --project`` writes ``.github/hooks/loopfuse.json``,
+    a file wholly loopfuse's; Copilot CLI runs it in a folder the user trusts."""
+    turns = 6
+    done = guarded(home, program_cache, same_command(FAILING, turns), "--project", trusted=True)
+    assert (home.workspace / ".github" / "hooks" / "loopfuse.json").is_file()
+    assert not hooks_file(home).exists()
+    assert_told_then_refused(done, turns)
+
+
+@pytest.mark.slow
+def test_copilot_a_broken_state_directory_fails_open(home: Home, program_cache: Path) -> None:
+    """A file where the state folder should be: every hook allows its call and says
+    nothing (exit 0: any other status would refuse the call), so the agent runs as if
+    loopfuse were not there."""
+    (home.state / "loopfuse").write_text("not a folder", encoding="utf-8")
+    turns = 5
+    done = guarded(home, program_cache, same_command(FAILING, turns))
+    assert done.attempts() == turns
+    assert len(done.model.turns) == turns + 1
+    assert not any("loopfuse" in text for r in done.model.requests for text in strings(r.body))
+    assert not any(HOOK_FAILED in text for text in done.texts(turns))
+
+
+@pytest.mark.slow
+def test_copilot_a_hook_whose_program_is_gone_fails_open(home: Home, program_cache: Path) -> None:
+    """loopfuse uninstalled, its hook left in Copilot's settings: the command cannot
+    run (status 127), which would refuse every call; the installed line allows it
+    whatever the program's status."""
+    loopfuse_init(home)
+    settings = hooks_file(home)
+    gone = str(home.root / "gone" / "loopfuse")
+    text = settings.read_text(encoding="utf-8")
+    program = json.loads(text)["hooks"]["preToolUse"][0]["bash"].split(" ", 1)[0]
+    settings.write_text(text.replace(json.dumps(program)[1:-1], gone), encoding="utf-8")
+    assert gone in settings.read_text(encoding="utf-8")
+    turns = 4
+    with CopilotModel(same_command(FAILING, turns)) as model:
+        run = run_copilot(home, model.url, program_cache)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (home.workspace / "attempts.log").read_text().count("attempt") == turns
+    assert not any(HOOK_FAILED in text for r in model.turns for text in strings(r.body))

@@ -40,14 +40,21 @@ True
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Final, NamedTuple
 
+from loopfuse.harness.agent_cli import PROBE_TOOL, Action, AgentCli, HookEvent, HookPayloadError
 from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.installers import COMMAND, FailOpen, WholeFile
 
 __all__ = [
     "AFTER_EVENTS",
     "BEFORE_EVENTS",
+    "CLI",
     "HARNESS",
     "SHELL_TOOLS",
     "TURN_EVENTS",
@@ -264,3 +271,99 @@ def hook_answer(event: str, action: str, reason: str) -> str:
     if action == "note" and event in AFTER_EVENTS:
         return json.dumps({"additionalContext": reason})
     return ""
+
+
+# --- loopfuse hook, init and doctor ----------------------------------------------------------
+
+_HOOKS_FILE: Final = (
+    "{\n"
+    '  "version": 1,\n'
+    '  "hooks": {\n'
+    + ",\n".join(
+        f'    "{event}": [{{"type": "command", "bash": {COMMAND}, "timeoutSec": 30}}]'
+        for event in (*BEFORE_EVENTS, *AFTER_EVENTS, *TURN_EVENTS)
+    )
+    + "\n  }\n}\n"
+)
+"""``loopfuse.json``, the hooks file ``loopfuse init`` writes (Copilot CLI's own format:
+``version`` 1, each event's list of command hooks, run with ``bash``)."""
+
+
+class CopilotCli(AgentCli):
+    """GitHub Copilot CLI's hooks: its own camelCase events (``preToolUse``,
+    ``postToolUse``, ``postToolUseFailure``, ``userPromptSubmitted``), read by their
+    input's shape (:func:`read_hook_input`), answered at the top level
+    (:func:`hook_answer`).
+
+    ``loopfuse init`` writes a hooks file of loopfuse's own, the same in both scopes:
+    ``$COPILOT_HOME/hooks/loopfuse.json`` (default ``~/.copilot/hooks/``), which Copilot
+    runs in every session, or ``.github/hooks/loopfuse.json`` with ``--project``, which
+    it runs only in a folder the user trusts. **Any exit status but 0 refuses the call**
+    (1.0.102: ``Denied by preToolUse hook … (hook errored)``), so the command it writes
+    ends ``|| true``: a hook that cannot even start (loopfuse uninstalled, a broken
+    Python) lets the call run, as the hook does whatever fails inside it. **A hook cannot
+    end a Copilot CLI session** (``continue: false``, ``interrupt: true`` are ignored):
+    ``--end-session`` is not written. A hook's words reach the user nowhere (no
+    ``systemMessage``, stderr not shown): a settings error is in ``hook.log`` and
+    ``loopfuse doctor``.
+    """
+
+    name = "copilot"
+    title = "Copilot CLI"
+    harness = HARNESS
+    before_events = BEFORE_EVENTS
+    after_events = AFTER_EVENTS
+    turn_events = TURN_EVENTS
+    can_end_session = False
+    installer = FailOpen(WholeFile(_HOOKS_FILE, (*BEFORE_EVENTS, *AFTER_EVENTS, *TURN_EVENTS)))
+    after_install = (
+        "Copilot CLI runs a project's hooks (.github/hooks/) only in a folder you trust "
+        "(it asks the first time it runs there); yours (~/.copilot/hooks/) everywhere."
+    )
+
+    def parse(self, payload: dict[str, object]) -> HookEvent:
+        """The tool or prompt event in ``payload`` (:func:`read_hook_input`)."""
+        try:
+            read = read_hook_input(payload)
+        except ValueError as exc:
+            raise HookPayloadError(str(exc)) from None
+        phase = self.phase_of(read.event)
+        return HookEvent(
+            self.name,
+            phase,
+            read.event,
+            read.session,
+            read.tool_name,
+            read.tool_input,
+            None,  # Copilot CLI gives a hook no id of the call
+            read.answer,
+            read.error,
+            read.exit_code,
+        )
+
+    def render(self, event: HookEvent, action: Action, reason: str) -> tuple[str, int]:
+        """:func:`hook_answer`, exit status 0 always."""
+        return hook_answer(event.event_name, action, reason), 0
+
+    def probe_event(self, session: str) -> dict[str, object]:
+        """A ``preToolUse`` input of the test tool."""
+        return {
+            "sessionId": session,
+            "timestamp": int(time.time() * 1000),
+            "cwd": os.getcwd(),
+            "toolName": PROBE_TOOL,
+            "toolArgs": {"command": "loopfuse doctor"},
+        }
+
+    def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
+        """``.github/hooks/loopfuse.json`` in the project, else in ``$COPILOT_HOME/hooks``
+        (default ``~/.copilot/hooks``)."""
+        if project:
+            return cwd / ".github" / "hooks" / "loopfuse.json"
+        base = env.get("COPILOT_HOME")
+        home = Path(base) if base else Path(env.get("HOME") or Path.home()) / ".copilot"
+        return home / "hooks" / "loopfuse.json"
+
+
+CLI: Final = CopilotCli()
+"""Copilot CLI's hook protocol."""

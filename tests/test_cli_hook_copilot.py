@@ -326,3 +326,36 @@ def test_doctor_finds_both_scopes_and_runs_the_hook_without_its_fail_open(
     runs = next(c for c in project["checks"] if c["name"] == "runs")
     assert not runs["ok"]
     assert "no such program" in runs["detail"]
+
+
+# --- Copilot CLI runs a project's Claude Code hooks too -------------------------------------
+
+RECORDED = Path(__file__).resolve().parent / "recorded" / "agent-clis" / "copilot"
+
+
+def copilot_pascal(name: str, **change: Any) -> dict[str, Any]:
+    """A recorded PascalCase input of Copilot CLI (what it gives a ``.claude`` hook)."""
+    payload: dict[str, Any] = json.loads((RECORDED / name).read_text(encoding="utf-8"))["stdin"]
+    return payload | change
+
+
+@pytest.mark.parametrize("agent", [["--agent", "claude-code"], []])
+def test_claude_codes_hook_never_reads_copilots_inputs_as_claude_codes(
+    tmp_path: Path, agent: list[str]
+) -> None:
+    """``loopfuse init --agent claude-code --project`` puts the hook in
+    ``.claude/settings.json``, which Copilot CLI runs too. Read as Claude Code's, its
+    answers (``tool_result``) were lost, and a poll whose output moves was refused at the
+    7th call; now its inputs are allowed, and logged as not Claude Code's."""
+    env = {"LOOPFUSE_STATE_DIR": str(tmp_path), "HOME": str(tmp_path)}
+    call = {"tool_name": "Bash", "tool_input": {"command": "tail -5 build.log"}}
+    said = []
+    for n in range(10):
+        pre = copilot_pascal("pascal-pre-001.json", **call)
+        result = {"result_type": "success", "text_result_for_llm": f"step {n}\n<shellId: {n} …>"}
+        post = copilot_pascal("pascal-post-001.json", **call, tool_result=result)
+        for payload in (pre, post):
+            now = 1.0 + 10 * n
+            said.append(handle(json.dumps(payload).encode(), agent, env, lambda t=now: t))
+    assert said == [("", 0)] * 20
+    assert "Copilot CLI's input" in (tmp_path / "hook.log").read_text(encoding="utf-8")

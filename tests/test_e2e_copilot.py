@@ -511,3 +511,31 @@ def test_copilot_a_hook_whose_program_is_gone_fails_open(home: Home, program_cac
     assert run.returncode == 0, run.stderr[-2000:]
     assert (home.workspace / "attempts.log").read_text().count("attempt") == turns
     assert not any(HOOK_FAILED in text for r in model.turns for text in strings(r.body))
+
+
+@pytest.mark.slow
+def test_copilot_runs_claude_codes_project_hooks_and_they_leave_it_alone(
+    home: Home, program_cache: Path
+) -> None:
+    """Copilot CLI also runs a project's ``.claude/settings.json`` hooks (its PascalCase
+    events): with loopfuse installed there for Claude Code, its hook reads Copilot's
+    inputs as none of Claude Code's, allows them and logs why, and a poll whose output
+    moves runs its ten calls (read as Claude Code's, its answers were lost and the 7th
+    call was refused)."""
+    loopfuse = Path(sys.executable).with_name("loopfuse")
+    subprocess.run(
+        [str(loopfuse), "init", "--agent", "claude-code", "--project"],
+        cwd=home.workspace,
+        env=environment(home, "http://127.0.0.1:9", home.root / "no-cache"),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    polls = 10
+    with CopilotModel(poll_moving_log(home.workspace / "build.log", polls)) as model:
+        run = run_copilot(home, model.url, program_cache, trusted=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(model.turns) == polls + 1
+    assert not any("loopfuse" in text for r in model.requests for text in strings(r.body))
+    log = (home.state / "loopfuse" / "hook.log").read_text(encoding="utf-8")
+    assert "Copilot CLI's input" in log  # the hook did run, and said why it let go

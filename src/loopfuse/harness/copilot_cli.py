@@ -64,6 +64,7 @@ __all__ = [
     "exit_code",
     "hook_answer",
     "read_hook_input",
+    "sent_by_copilot",
 ]
 
 _READ, _WAIT, _SHELL, _EDITOR, _OTHER = (
@@ -238,6 +239,30 @@ def read_hook_input(payload: object) -> HookInput:
         text = error if isinstance(error, str) else json.dumps(error)
         return _after(AFTER_EVENTS[1], session, tool, arguments, False, text)
     return HookInput(BEFORE_EVENTS[0], session, tool, arguments)
+
+
+def sent_by_copilot(payload: Mapping[str, object]) -> bool:
+    """Whether a hook input in Claude Code's form (``hook_event_name``, ``session_id``,
+    ``tool_name`` …) is Copilot CLI's: Copilot CLI also runs the hooks of a project's
+    ``.claude/settings.json`` (and ``settings.local.json``), with its PascalCase events,
+    whose inputs carry a ``timestamp`` (ISO text) and no ``transcript_path``, which
+    Claude Code's always carry; its answers are in ``tool_result``, not Claude Code's
+    ``tool_response``. Read as Claude Code's, every answer would be missing, and a poll
+    whose output moves would look like the same call with the same (no) answer.
+
+    >>> sent_by_copilot({"hook_event_name": "PreToolUse", "session_id": "s",
+    ...     "timestamp": "2026-12-06T11:26:17.742Z", "cwd": "/w", "tool_name": "Bash"})
+    True
+    >>> sent_by_copilot({"hook_event_name": "PreToolUse", "session_id": "s",
+    ...     "transcript_path": "/t.jsonl", "tool_name": "Bash", "tool_use_id": "t1"})
+    False
+    """
+    if "transcript_path" in payload or "tool_use_id" in payload:
+        return False
+    result = payload.get("tool_result")
+    if isinstance(result, dict) and "result_type" in result:
+        return True
+    return isinstance(payload.get("timestamp"), str)
 
 
 def _after(

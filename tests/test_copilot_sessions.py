@@ -7,6 +7,7 @@ project's own recording); the sessions are synthetic."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,8 @@ def session(steps: list[Step]) -> list[dict[str, Any]]:
         else:
             done["error"] = {"message": answer, "code": "failure"}
         if tool == "bash":
-            done["shellExecution"] = {"exitCode": int(answer.rsplit(" ", 1)[1].rstrip(">"))}
+            code = re.search(r"exit code (\d+)>", answer)
+            done["shellExecution"] = {"exitCode": int(code.group(1)) if code else 0}
         event("tool.execution_complete", done)
         event("assistant.turn_end", {"turnId": str(k)})
     event("assistant.message", {"messageId": "last", "content": "Done.", "toolRequests": []})
@@ -138,3 +140,17 @@ def test_a_tools_own_success_is_its_word_and_a_failure_is_flagged(tmp_path: Path
     steps.append(("view", {"path": "/p/missing.txt"}, "Path does not exist", False))
     read = answers(write(tmp_path, steps))
     assert [block.get("is_error") for block in read] == [False, False, False, True]
+
+
+def test_a_hooks_words_appended_to_an_answer_are_not_the_answer(tmp_path: Path) -> None:
+    """Copilot CLI appends a ``postToolUse`` hook's words to the answer the model reads,
+    and keeps them so in its session file (loopfuse's own note, say); the hook was given
+    the answer without them: the reader reads it as the hook did."""
+    steps = [bash("make", "make: *** [all] Error 2", n, 2) for n in range(3)]
+    tool, arguments, answer, success = steps[2]
+    answer += '\n\nTool "bash" succeeded. Additional guidance from postToolUse hooks:\n'
+    answer += "[loopfuse] Loop detected: you called `bash` with the same arguments 3 times"
+    steps[2] = (tool, arguments, answer, success)
+    read = answers(write(tmp_path, steps))
+    assert len({block["content"] for block in read}) == 1
+    assert [block.get("is_error") for block in read] == [True] * 3

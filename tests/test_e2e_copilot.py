@@ -382,6 +382,21 @@ def test_copilot_a_looping_model_is_told_then_refused_with_the_reason(
     [noted] = [t for t in tool_answers(done.model.turns[NOTED_AT].body) if "[loopfuse]" in t]
     assert "No such file or directory" in noted
     assert "Loop detected" in noted
+    # The session Copilot CLI kept, read by `loopfuse scan --agent copilot`: the same loop.
+    loopfuse = Path(sys.executable).with_name("loopfuse")
+    scanned = subprocess.run(
+        [str(loopfuse), "scan", "--agent", "copilot", "--format", "json", "--no-progress"],
+        env=environment(home, "http://127.0.0.1:9", program_cache),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert scanned.returncode == 1, scanned.stderr
+    [session] = json.loads(scanned.stdout)["files"]
+    assert session["name"].endswith("events.jsonl")
+    assert session["tool_calls"] == turns
+    assert session["findings"][0]["first"] == NOTED_AT + 1  # the request after the 3rd call
 
 
 def assert_untouched(done: GuardedRun, calls: int) -> None:

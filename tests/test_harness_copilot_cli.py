@@ -73,6 +73,11 @@ def test_the_shell_number_is_volatile_and_the_exit_code_is_not() -> None:
     assert HARNESS.without_volatile(running.format(1)) == HARNESS.without_volatile(
         running.format(9)
     )
+    # A postToolUse hook's words, which Copilot appends to the answer the model reads
+    # (and its session file keeps): not the tool's.
+    noted = shell("hi", 3) + '\n\nTool "bash" succeeded. Additional guidance from '
+    noted += "postToolUse hooks:\n[loopfuse] Loop detected: …"
+    assert HARNESS.without_volatile(noted) == HARNESS.without_volatile(shell("hi", 0))
     # A shell the model named itself is part of its call: kept.
     assert "build" in HARNESS.without_volatile("\n<shellId: build completed with exit code 0>")
     # The same line in the command's own output, not at the end: the output, kept.

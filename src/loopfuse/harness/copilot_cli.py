@@ -76,28 +76,33 @@ SHELL_TOOLS: Final = frozenset({"bash", "read_bash"})
 that the tool ran, not that the command succeeded."""
 
 # The exit line a shell answer ends with; within its last characters.
-_EXIT: Final = re.compile(r"<shellId: [^\s>]{1,64} completed with exit code (-?\d{1,4})>\s*\Z")
+_EXIT: Final = re.compile(r"<(?:shellId: [^\s>]{1,64} )?completed with exit code (-?\d{1,4})>\s*\Z")
 _TAIL: Final = 256
 
 VOLATILE: Final = re.compile(
     r"(?<=<)shellId: \d{1,9} (?=completed with exit code -?\d{1,4}>)"
     r"|(?<=<command with )(?:shellId|id): \d{1,9} (?=is still running|stopped>)"
     r"|(?<=<command started in background with )shellId: \d{1,9}(?=>)"
+    r'|\n\nTool "[^"\n]{1,200}" succeeded\. Additional guidance from postToolUse hooks:\n[\s\S]*\Z'
 )
-"""The session's shell number in Copilot's own lines of a shell answer (``<shellId: N
-completed with exit code C>``, ``<command with shellId: N is still running …>``,
-``<command started in background with shellId: N>``, ``<command with id: N stopped>``):
-a new number on every call, whatever the command did. A ``shellId`` the model chose
-itself (a word) is part of its call and stays."""
+"""What in a Copilot CLI answer changes whatever the tool did: the session's shell
+number in its own lines of a shell answer (``<shellId: N completed with exit code C>``,
+``<command with shellId: N is still running …>``, ``<command started in background with
+shellId: N>``, ``<command with id: N stopped>``), new on every call (a ``shellId`` the
+model chose itself, a word, is part of its call and stays); and the words of
+``postToolUse`` hooks it appends to an answer (``Tool "bash" succeeded. Additional
+guidance from postToolUse hooks:`` and theirs), which its session files keep as part of
+the answer, and which a hook never sees in the answer it is given."""
 
 
 def exit_code(text: str) -> int | None:
-    """The exit status a shell answer's last line names, or ``None``.
+    """The exit status a shell answer's last line names (with its shell number or
+    without it: :data:`VOLATILE`), or ``None``.
 
     >>> exit_code("ok\\n<shellId: 0 completed with exit code 0>"), exit_code("hi") is None
     (0, True)
-    >>> exit_code("x\\n<completed with exit code 127>") is None  # the number is its frame
-    True
+    >>> exit_code("x\\n<completed with exit code 127>")  # without its volatile number
+    127
     """
     tail = text[-_TAIL:]
     if "completed with exit code" not in tail:
@@ -128,7 +133,10 @@ def call_failed(tool: str, succeeded: bool | None, text: object) -> tuple[bool |
     >>> call_failed("view", True, "1. # notes"), call_failed("view", False, "")
     ((False, None), (True, None))
     """
-    code = exit_code(text) if type(text) is str and tool in SHELL_TOOLS else None
+    if type(text) is str and tool in SHELL_TOOLS:
+        code = exit_code(HARNESS.without_volatile(text))
+    else:
+        code = None
     if succeeded is False:
         return True, code
     if tool in SHELL_TOOLS:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -99,7 +100,7 @@ def program_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     unpacks the program there once (238 MB), not once per test; removed at the end."""
     cache = tmp_path_factory.mktemp("copilot-cache")
     yield cache
-    subprocess.run(["rm", "-rf", str(cache)], check=False)
+    shutil.rmtree(cache, ignore_errors=True)
 
 
 @pytest.fixture

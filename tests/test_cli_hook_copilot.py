@@ -359,3 +359,14 @@ def test_claude_codes_hook_never_reads_copilots_inputs_as_claude_codes(
             said.append(handle(json.dumps(payload).encode(), agent, env, lambda t=now: t))
     assert said == [("", 0)] * 20
     assert "Copilot CLI's input" in (tmp_path / "hook.log").read_text(encoding="utf-8")
+
+
+def test_init_dry_run_prints_the_file_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = {"HOME": str(tmp_path / "home")}
+    assert init_main(["--agent", "copilot", "--dry-run"], env=env, cwd=tmp_path) == 0
+    shown = capsys.readouterr().out
+    assert '+  "version": 1,' in shown
+    assert "hook --agent copilot || true" in shown
+    assert not (tmp_path / "home").exists()

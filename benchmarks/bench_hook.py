@@ -45,6 +45,8 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     claude_pre,
     codex_post,
     codex_pre,
+    copilot_post,
+    copilot_pre,
     gemini_after,
     gemini_before,
     pi_post,
@@ -76,6 +78,8 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
         return codex_pre(command, f"call_{i}"), codex_post(command, f"call_{i}", output)
     if agent == "qwen":
         return qwen_pre(command, i), qwen_post(command, i, output)
+    if agent == "copilot":
+        return copilot_pre(command), copilot_post(command, i, output)
     if agent == "pi":
         return pi_pre(command, f"call_{i}"), pi_post(command, f"call_{i}", output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
@@ -96,8 +100,9 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
     return wall, (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
 
 
-# The CLIs whose hook command names them (their payloads are not told apart without it).
-NAMED: Final = ("pi",)
+# The CLIs whose inputs are not told by their payload are named by the command (as init
+# writes it); the others are told by their payload.
+NAMED: Final = ("copilot", "pi")
 
 
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
@@ -142,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen", "pi"):
+        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "pi"):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m["after"]) <= 0.080 else "NO"
             print(

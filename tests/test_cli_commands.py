@@ -107,7 +107,7 @@ def test_hook_typed_at_a_terminal_says_what_it_is_for_and_does_not_wait() -> Non
     status, out, err, _ = _hook_at_a_terminal("--agent", "claude-code")
     assert status == 2  # a usage error
     assert out == ""  # nothing a CLI could take for an answer
-    assert "Claude Code, Codex, Gemini CLI, Qwen Code and pi run this at each tool call" in err
+    assert "Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI and pi run this at" in err
     assert "loopfuse init --agent" in err
 
 

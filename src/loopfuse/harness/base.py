@@ -45,6 +45,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "codex",
     "gemini_cli",
     "qwen_code",
+    "kimi_code",
     "openhands",
     "swe_agent",
     "smolagents",

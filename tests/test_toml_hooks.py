@@ -9,14 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from loopfuse.harness.toml_hooks import BEGIN, END, TomlHooks, TomlHooksError, toml_string
+from loopfuse.harness.toml_hooks import BEGIN, END, TomlHooksError, TomlTables, toml_string
 
 RECORDED = (Path(__file__).parent / "recorded" / "agent-clis" / "kimi" / "config.toml").read_text(
     encoding="utf-8"
 )
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit")
 COMMAND = "/home/me/.venv/bin/loopfuse hook --agent kimi"
-HOOKS = TomlHooks(EVENTS, lambda command: command.split(" hook ")[0].endswith("/loopfuse"))
+HOOKS = TomlTables(EVENTS)
+
+
+def ours(command: str) -> bool:
+    return command.split(" hook ")[0].endswith("/loopfuse")
+
+
 USER_FILE = (
     "# my Kimi settings\n"
     'default_model = "fake"  # the one I use\n\n'
@@ -36,7 +42,7 @@ def entries(text: str) -> list[dict[str, str]]:
 
 
 def test_install_appends_one_table_per_event_and_keeps_the_file_byte_for_byte() -> None:
-    text = HOOKS.install(USER_FILE, COMMAND)
+    text = HOOKS.install(USER_FILE, COMMAND, ours)
     assert text.startswith(USER_FILE)
     assert text[len(USER_FILE) :].splitlines()[0] == BEGIN
     assert text.rstrip("\n").endswith(END)
@@ -44,26 +50,26 @@ def test_install_appends_one_table_per_event_and_keeps_the_file_byte_for_byte() 
         {"event": "Stop", "command": "notify-send done"},
         *({"event": event, "command": COMMAND} for event in EVENTS),
     ]
-    assert HOOKS.commands(text) == [COMMAND]
+    assert HOOKS.commands(text, ours) == {event: [COMMAND] for event in EVENTS}
 
 
 def test_install_is_idempotent_and_a_new_command_replaces_the_old_in_place() -> None:
-    once = HOOKS.install(USER_FILE, COMMAND)
-    assert HOOKS.install(once, COMMAND) == once
+    once = HOOKS.install(USER_FILE, COMMAND, ours)
+    assert HOOKS.install(once, COMMAND, ours) == once
     later = once + '\n[models.more]\nprovider = "fake"\n'  # the user wrote more after it
     other = "/opt/loopfuse hook --agent kimi --mode refuse"
-    again = HOOKS.install(later, other)
+    again = HOOKS.install(later, other, ours)
     assert again == later.replace(toml_string(COMMAND), toml_string(other))
-    assert HOOKS.commands(again) == [other]
+    assert HOOKS.commands(again, ours) == {event: [other] for event in EVENTS}
 
 
 def test_uninstall_restores_the_original() -> None:
     for original in (USER_FILE, RECORDED, "", 'default_model = "m"'):
-        installed = HOOKS.install(original, COMMAND)
-        assert HOOKS.uninstall(installed) == (
+        installed = HOOKS.install(original, COMMAND, ours)
+        assert HOOKS.uninstall(installed, ours) == (
             original if original.endswith("\n") or not original else original + "\n"
         )
-    assert HOOKS.uninstall(USER_FILE) == USER_FILE  # nothing of loopfuse's: unchanged
+    assert HOOKS.uninstall(USER_FILE, ours) == USER_FILE  # nothing of loopfuse's: unchanged
 
 
 def test_tables_whose_markers_were_lost_are_recognised_by_their_command() -> None:
@@ -74,26 +80,26 @@ def test_tables_whose_markers_were_lost_are_recognised_by_their_command() -> Non
         + "".join(f'\n[[hooks]]\nevent = "{event}"\ncommand = "{COMMAND}"\n' for event in EVENTS)
         + '\n# the user\'s note\n[models.fake]\nprovider = "fake"\n'
     )
-    removed = HOOKS.uninstall(rewritten)
+    removed = HOOKS.uninstall(rewritten, ours)
     assert entries(removed) == [{"event": "Stop", "command": "notify-send done"}]
     assert "# the user's note\n[models.fake]" in removed
     assert removed.startswith(USER_FILE)
-    installed = HOOKS.install(rewritten, COMMAND)  # replaced, not doubled
+    installed = HOOKS.install(rewritten, COMMAND, ours)  # replaced, not doubled
     assert [e["event"] for e in entries(installed)] == ["Stop", *EVENTS]
 
 
 def test_a_command_with_quotes_and_backslashes_reads_back_as_written() -> None:
     command = '/home/o\'neil/"my env"/bin/loopfuse hook --agent kimi --config C:\\x\t.toml'
-    text = HOOKS.install("", command)
+    text = HOOKS.install("", command, ours)
     assert [e["command"] for e in entries(text)] == [command] * len(EVENTS)
-    assert HOOKS.uninstall(text) == ""
+    assert HOOKS.uninstall(text, ours) == ""
 
 
 def test_crlf_files_keep_their_line_ends() -> None:
     crlf = USER_FILE.replace("\n", "\r\n")
-    text = HOOKS.install(crlf, COMMAND)
+    text = HOOKS.install(crlf, COMMAND, ours)
     assert text.startswith(crlf)
-    assert HOOKS.uninstall(text) == crlf
+    assert HOOKS.uninstall(text, ours) == crlf
 
 
 @pytest.mark.parametrize(
@@ -107,7 +113,7 @@ def test_crlf_files_keep_their_line_ends() -> None:
 )
 def test_a_file_that_cannot_be_edited_safely_is_refused(text: str, why: str) -> None:
     with pytest.raises(TomlHooksError, match=why):
-        HOOKS.install(text, COMMAND)
+        HOOKS.install(text, COMMAND, ours)
 
 
 def test_a_table_that_only_looks_like_loopfuses_in_a_string_is_not_taken_out() -> None:
@@ -115,12 +121,12 @@ def test_a_table_that_only_looks_like_loopfuses_in_a_string_is_not_taken_out() -
         'notes = """\n[[hooks]]\nevent = "PreToolUse"\n"""\n'
         f'[[hooks]]\nevent = "PreToolUse"\ncommand = "{COMMAND}"\n'
     )
-    assert HOOKS.uninstall(tricky) == 'notes = """\n[[hooks]]\nevent = "PreToolUse"\n"""\n'
+    assert HOOKS.uninstall(tricky, ours) == 'notes = """\n[[hooks]]\nevent = "PreToolUse"\n"""\n'
 
 
 def test_user_settings_written_after_the_block_into_its_table_are_refused() -> None:
     """A key the user added under loopfuse's last table belongs to that table in TOML:
     taking the table out would lose it, so the edit is refused, nothing lost."""
-    installed = HOOKS.install(USER_FILE, COMMAND) + "timeout = 5\n"
+    installed = HOOKS.install(USER_FILE, COMMAND, ours) + "timeout = 5\n"
     with pytest.raises(TomlHooksError):
-        HOOKS.uninstall(installed)
+        HOOKS.uninstall(installed, ours)

@@ -20,8 +20,8 @@ with exactly loopfuse's tables added (or taken out), or the edit is refused with
 :class:`TomlHooksError` and nothing is written. Finding the tables is a line scan (linear,
 no regular expression run on more than one line).
 
->>> hooks = TomlHooks(("PreToolUse", "PostToolUse"), lambda c: c.startswith("lf "))
->>> text = hooks.install('default_model = "m"\\n', "lf hook")
+>>> hooks, mine = TomlTables(("PreToolUse", "PostToolUse")), lambda c: c.startswith("lf ")
+>>> text = hooks.install('default_model = "m"\\n', "lf hook", mine)
 >>> print(text, end="")
 default_model = "m"
 # >>> loopfuse: hooks added by `loopfuse init` (`loopfuse init --remove` takes them out)
@@ -33,18 +33,22 @@ command = "lf hook"
 event = "PostToolUse"
 command = "lf hook"
 # <<< loopfuse: end of its hooks
->>> hooks.commands(text), hooks.uninstall(text)
-(['lf hook'], 'default_model = "m"\\n')
+>>> hooks.commands(text, mine), hooks.uninstall(text, mine)
+({'PreToolUse': ['lf hook'], 'PostToolUse': ['lf hook']}, 'default_model = "m"\\n')
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["BEGIN", "END", "TomlHooks", "TomlHooksError", "toml_string"]
+__all__ = ["BEGIN", "END", "TomlHooksError", "TomlTables", "toml_string"]
+
+Ours = Callable[[str], bool]
+"""Whether a command line is one of loopfuse's hook commands."""
 
 BEGIN: Final = (
     "# >>> loopfuse: hooks added by `loopfuse init` (`loopfuse init --remove` takes them out)"
@@ -81,22 +85,28 @@ def toml_string(text: str) -> str:
     return "".join(out)
 
 
-def _read(text: str, what: str) -> dict[str, Any]:
+def _read(text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise TomlHooksError(f"{what} is not valid TOML ({exc})") from None
+        raise TomlHooksError(f"not valid TOML ({exc})") from None
 
 
 @dataclass(frozen=True, slots=True)
-class TomlHooks:
-    """The ``[[hooks]]`` tables of one CLI: one per event of ``events``, each with
-    ``event`` and ``command`` keys; ``is_ours`` tells loopfuse's commands."""
+class TomlTables:
+    """loopfuse's ``[[hooks]]`` tables in a CLI's TOML settings: one per event of
+    ``events``, each with ``event`` and ``command`` keys (no ``matcher``: every tool).
+
+    What is there is kept, byte for byte; a second install changes nothing; uninstall
+    takes out loopfuse's tables (``ours`` says which commands are loopfuse's), marked or
+    not. Each edit is checked: the edited text must read as the same edit made on the
+    parsed value, or :class:`TomlHooksError`."""
 
     events: tuple[str, ...]
-    is_ours: Callable[[str], bool]
-    comments: bool = False
-    """Whether the file may hold ``//`` comments (a JSON notion: never, for TOML)."""
+
+    def check(self, text: str) -> None:
+        """:class:`TomlHooksError` if ``text`` is not TOML these edits can read."""
+        _hooks(_read(text))
 
     def tables(self, command: str) -> str:
         """The text of loopfuse's tables for ``command``, markers included."""
@@ -106,93 +116,110 @@ class TomlHooks:
         )
         return f"{BEGIN}\n{body}{END}\n"
 
-    def install(self, text: str, command: str) -> str:
+    def install(self, text: str, command: str, ours: Ours) -> str:
         """``text`` with loopfuse's tables for ``command``, and no other of loopfuse's
         (an earlier run's, between its markers, replaced where they were; else added at
-        the end)."""
-        original = _read(text, "the settings file")
+        the end; a blank ``text``, no file, gets the tables alone)."""
+        original = _read(text)
         _hooks(original)  # a hooks key that is not an array of tables: refused
         block = self.tables(command)
         lines = text.splitlines(keepends=True)
         span = _marked(lines)
         if span is None:
-            edited = self._unmarked_removed(text)
+            edited = _unmarked_removed(text, ours) if text.strip() else ""
             if edited and not edited.endswith("\n"):
                 edited += "\n"
             edited += block
         else:  # the earlier run's place, held by its first marker while the rest is read
             held = "".join(lines[: span[0]]) + BEGIN + "\n" + "".join(lines[span[1] :])
-            kept = self._unmarked_removed(held).splitlines(keepends=True)
+            kept = _unmarked_removed(held, ours).splitlines(keepends=True)
             at = next(i for i, line in enumerate(kept) if line.rstrip("\r\n") == BEGIN)
             edited = "".join(kept[:at]) + block + "".join(kept[at + 1 :])
-        wanted = _without(original, self.is_ours)
-        ours = [{"event": event, "command": command} for event in self.events]
-        wanted["hooks"] = [*_hooks(wanted), *ours]
-        self._check(edited, wanted)
+        wanted = _without(original, ours)
+        added = [{"event": event, "command": command} for event in self.events]
+        wanted["hooks"] = [*_hooks(wanted), *added]
+        _verify(edited, wanted)
         return edited
 
-    def uninstall(self, text: str) -> str:
-        """``text`` without loopfuse's tables (and their markers); the rest as it was."""
-        original = _read(text, "the settings file")
+    def uninstall(self, text: str, ours: Ours) -> str:
+        """``text`` without loopfuse's tables (and their markers); the rest as it was
+        (``text`` itself when it has none)."""
+        original = _read(text)
         lines = text.splitlines(keepends=True)
         span = _marked(lines)
-        if span is None and not self._ours(original):
+        if span is None and not _has_ours(original, ours):
             return text
         if span is not None:
             del lines[span[0] : span[1]]
-        edited = self._unmarked_removed("".join(lines))
-        self._check(edited, _without(original, self.is_ours))
+        edited = _unmarked_removed("".join(lines), ours)
+        _verify(edited, _without(original, ours))
         return edited
 
-    def commands(self, text: str) -> list[str]:
-        """The commands of loopfuse's tables in ``text``, each once."""
-        found: dict[str, None] = {}
-        for entry in _hooks(_read(text, "the settings file")):
-            command = entry.get("command")
-            if isinstance(command, str) and self.is_ours(command):
-                found[command] = None
-        return list(found)
+    def commands(self, text: str, ours: Ours) -> dict[str, list[str]]:
+        """loopfuse's commands in ``text``, by event (each command in the order found)."""
+        found: dict[str, list[str]] = {}
+        for entry in _hooks(_read(text)):
+            event, command = entry.get("event"), entry.get("command")
+            if isinstance(event, str) and isinstance(command, str) and ours(command):
+                found.setdefault(event, []).append(command)
+        return found
 
-    def _ours(self, document: dict[str, Any]) -> bool:
-        return any(_is_ours(entry, self.is_ours) for entry in _hooks(document))
-
-    def _unmarked_removed(self, text: str) -> str:
-        """``text`` without the ``[[hooks]]`` tables of loopfuse that no markers hold
-        (the caller checks the result)."""
-        entries = _hooks(_read(text, "the settings file"))
-        if not any(_is_ours(entry, self.is_ours) for entry in entries):
-            return text
-        lines = text.splitlines(keepends=True)
-        headers = [i for i, kind in _headers(lines) if kind == "hooks"]
-        if len(headers) != len(entries):
-            raise TomlHooksError(
-                "loopfuse's [[hooks]] tables could not be told apart from the rest of the "
-                "file (hooks written inline?); take them out by hand"
-            )
-        starts = {i for i, _ in _headers(lines)}
-        drop: set[int] = set()
-        for header, entry in zip(headers, entries, strict=True):
-            if not _is_ours(entry, self.is_ours):
-                continue
-            end = next((i for i in range(header + 1, len(lines)) if i in starts), len(lines))
-            while end > header + 1 and _trivia(lines[end - 1]):
-                end -= 1  # blank lines and comments before the next table are not its own
-            drop.update(range(header, end))
-        return "".join(line for i, line in enumerate(lines) if i not in drop)
-
-    @staticmethod
-    def _check(edited: str, wanted: dict[str, Any]) -> None:
-        if not wanted.get("hooks"):
-            wanted.pop("hooks", None)
+    def same(self, text: str, other: str) -> bool:
+        """Whether the CLI reads the two texts alike (a blank one as no settings)."""
         try:
-            got: object = tomllib.loads(edited)
-        except (tomllib.TOMLDecodeError, RecursionError) as exc:
-            got = exc
-        if got != wanted:
-            raise TomlHooksError(
-                "the file could not be edited in place (it would not read as before with "
-                "only loopfuse's [[hooks]] tables changed); edit it by hand"
-            )
+            return _read(text) == _read(other)
+        except TomlHooksError:
+            return False
+
+    def same_but_spacing(self, text: str, other: str) -> bool:
+        """Whether the two texts differ at most in spacing (and read alike)."""
+        if re.sub(r"\s+", "", text) != re.sub(r"\s+", "", other):
+            return False
+        return self.same(text, other)
+
+
+def _unmarked_removed(text: str, ours: Ours) -> str:
+    """``text`` without the ``[[hooks]]`` tables of loopfuse that no markers hold (the
+    caller checks the result)."""
+    entries = _hooks(_read(text))
+    if not any(_is_ours(entry, ours) for entry in entries):
+        return text
+    lines = text.splitlines(keepends=True)
+    headers = [i for i, kind in _headers(lines) if kind == "hooks"]
+    if len(headers) != len(entries):
+        raise TomlHooksError(
+            "loopfuse's [[hooks]] tables could not be told apart from the rest of the "
+            "file (hooks written inline?); take them out by hand"
+        )
+    starts = {i for i, _ in _headers(lines)}
+    drop: set[int] = set()
+    for header, entry in zip(headers, entries, strict=True):
+        if not _is_ours(entry, ours):
+            continue
+        end = next((i for i in range(header + 1, len(lines)) if i in starts), len(lines))
+        while end > header + 1 and _trivia(lines[end - 1]):
+            end -= 1  # blank lines and comments before the next table are not its own
+        drop.update(range(header, end))
+    return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _verify(edited: str, wanted: dict[str, Any]) -> None:
+    """The edited text must read as the edit wanted, or nothing is written."""
+    if not wanted.get("hooks"):
+        wanted.pop("hooks", None)
+    try:
+        got: object = tomllib.loads(edited)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        got = exc
+    if got != wanted:
+        raise TomlHooksError(
+            "could not be edited in place (it would not read as before with only "
+            "loopfuse's [[hooks]] tables changed); nothing was changed"
+        )
+
+
+def _has_ours(document: dict[str, Any], ours: Ours) -> bool:
+    return any(_is_ours(entry, ours) for entry in _hooks(document))
 
 
 def _hooks(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -203,14 +230,14 @@ def _hooks(document: dict[str, Any]) -> list[dict[str, Any]]:
     return hooks
 
 
-def _is_ours(entry: dict[str, Any], is_ours: Callable[[str], bool]) -> bool:
+def _is_ours(entry: dict[str, Any], ours: Ours) -> bool:
     command = entry.get("command")
-    return isinstance(command, str) and is_ours(command)
+    return isinstance(command, str) and ours(command)
 
 
-def _without(document: dict[str, Any], is_ours: Callable[[str], bool]) -> dict[str, Any]:
+def _without(document: dict[str, Any], ours: Ours) -> dict[str, Any]:
     """A copy of a parsed file without loopfuse's hook entries."""
-    kept = [entry for entry in _hooks(document) if not _is_ours(entry, is_ours)]
+    kept = [entry for entry in _hooks(document) if not _is_ours(entry, ours)]
     result = {key: value for key, value in document.items() if key != "hooks"}
     if kept:
         result["hooks"] = kept

@@ -1,5 +1,5 @@
 r"""Coding-agent CLIs' own transcripts (Claude Code, Codex, Gemini CLI, Copilot CLI,
-OpenCode, Qwen Code), as conversations.
+OpenCode, Qwen Code, Kimi Code), as conversations.
 
 Each CLI keeps every session it ran as a JSON Lines file. ``loopfuse scan`` recognises
 them by their content (:func:`agent_of`) and turns each run they hold into the request
@@ -23,6 +23,9 @@ Copilot CLI     ``~/.copilot/session-state/<id>/events.jsonl``   Anthropic ``mes
 OpenCode        ``~/.local/share/opencode/opencode.db``          Anthropic ``messages``
                 (``$XDG_DATA_HOME``), or ``opencode export``
 Qwen Code       ``~/.qwen/projects/<cwd>/chats/<session>.jsonl`` Gemini ``contents``
+Kimi Code       ``~/.kimi-code/sessions/wd_*/<session>/agents/   Anthropic ``messages``
+                <agent>/wire.jsonl`` (``$KIMI_CODE_HOME`` moves
+                ``~/.kimi-code``)
 ==============  ===============================================  =========================
 
 How each CLI records a session, and how it is read:
@@ -64,6 +67,11 @@ How each CLI records a session, and how it is read:
   (``functionResponse``, ``{"output"}`` or ``{"error"}``) are the conversation, the
   answers of one turn's calls one message; ``system`` records (telemetry, snapshots)
   are not.
+- **Kimi Code** (2.1.0) writes its events, one a line, after a ``metadata`` record naming
+  their protocol; the conversation is read from its loop's events
+  (:func:`loopfuse.harness.kimi_code.wire_runs`): each call and its answer, flagged when
+  it failed, without Kimi Code's own nudges. A file of a protocol it does not know is a
+  problem, never a session without calls.
 
 A line that is not JSON, or not what the CLI writes there, is a problem reported as
 ``"line N: ..."`` and skipped; the rest of the file is still read. A line holding
@@ -90,6 +98,7 @@ from typing import IO, Any, Final
 
 from loopfuse.cli.loglines import CONVERSATION_KEYS, LineProblem, parse_line, read_line, size_text
 from loopfuse.cli.seen_calls import seeming_calls_in
+from loopfuse.harness import kimi_code
 
 __all__ = [
     "AGENTS",
@@ -103,7 +112,7 @@ __all__ = [
     "sessions_folder",
 ]
 
-AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen")
+AGENTS: Final = ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen", "kimi")
 """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them."""
 
 _PROBLEMS_SHOWN: Final = 5
@@ -213,6 +222,9 @@ def sessions_folder(agent: str, environ: Mapping[str, str] | None = None) -> Ses
         return SessionFolder(agent, (data / "opencode",), "XDG_DATA_HOME")
     if agent == "qwen":
         return SessionFolder(agent, (home / ".qwen" / "projects",), "HOME")
+    if agent == "kimi":
+        base = Path(env["KIMI_CODE_HOME"]) if env.get("KIMI_CODE_HOME") else home / ".kimi-code"
+        return SessionFolder(agent, (base / "sessions",), "KIMI_CODE_HOME")
     raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
 
 
@@ -241,6 +253,8 @@ def _is_transcript(agent: str, name: str, in_chats: bool) -> bool:
         return in_chats and name.endswith((".jsonl", ".json"))
     if agent == "qwen":
         return in_chats and name.endswith(".jsonl")
+    if agent == "kimi":
+        return name == "wire.jsonl"  # beside it: state.json, logs
     return name.endswith(".jsonl")  # Claude Code; Copilot CLI: <session>/events.jsonl
 
 
@@ -276,6 +290,8 @@ def _agent_of_line(value: dict[str, Any]) -> str | None:
         return "codex"
     if "$set" in value or "$rewindTo" in value:
         return "gemini"
+    if kind == "metadata" and "protocol_version" in value:
+        return "kimi"  # Kimi Code's wire.jsonl (any version: an unknown one is said so)
     if "sessionId" in value and "projectHash" in value:
         return "gemini"
     if "id" in value and kind in _GEMINI_TYPES and "content" in value and "message" not in value:
@@ -431,6 +447,11 @@ def read_runs(session: AgentSession) -> tuple[list[AgentRun], list[str]]:
         runs = _opencode_runs(session.name, lines)
     elif session.agent == "qwen":
         runs = _qwen_runs(session.name, lines)
+    elif session.agent == "kimi":
+        runs = [
+            AgentRun(session.name, body, meta)
+            for body, meta in kimi_code.wire_runs(session.name, lines, lines.problem)
+        ]
     else:
         runs = _gemini_runs(session.name, path, lines)
     bad = len(lines.bad)

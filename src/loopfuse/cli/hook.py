@@ -10,7 +10,9 @@ a loop gets depends on the mode, as in the integrations:
 
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
   note after it; when the session goes on looping, in any way, within the window of the
-  note, the call is refused with the reason;
+  note, the call is refused with the reason. A CLI that throws away what a hook says
+  after a call (Kimi Code: ``notes_reach_model`` false) has the first loop refused at
+  once: that refusal's reason is the note;
 - ``refuse``: refused at once; ``note``: only ever noted;
 - with ``--end-session``, a loop that goes on after its refusal ends the session, where
   the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
@@ -563,6 +565,10 @@ def _after(
     state.events.append(["answer", call_id, answer])
     _trim(state, _window(settings))
     in_batch = paired is not None and state.batch is not None and paired[6] == state.batch["id"]
+    if not agent_cli(event.agent).waits_for_after_hooks:
+        # Its after-hooks run in the background (Kimi Code): the next call's before-hook,
+        # started meanwhile, is not a sibling of this call for having started before it.
+        in_batch = False
     if isinstance(note, str):
         return "note", note, "", in_batch
     return "allow", "", "", in_batch
@@ -712,12 +718,16 @@ def _on_loop(
     action: Action
     # warn: a session still looping, in any way (another kind or signature too), after a
     # note within the window ignored it (issue 27), as the integrations' Guard decides.
-    if settings.mode == "note" or (settings.mode == "warn" and not state.noted):
+    first = settings.mode == "warn" and not state.noted
+    heard = agent_cli(event.agent).notes_reach_model
+    if settings.mode == "note" or (first and heard):
         state.noted[key] = now
         return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
     refusal, count = _refusal_text(found, batches)
     message = f"[loopfuse] {refusal}"
-    if settings.mode == "warn":
+    if first:  # a CLI that throws notes away (Kimi Code): this refusal's reason is the note
+        state.noted[key] = now
+    elif settings.mode == "warn":
         message = f"{message} {_IGNORED_NOTE}"
     action = "deny"
     if settings.end_session and key in state.refused:

@@ -19,7 +19,7 @@ Adding a CLI is adding its module and one line to :data:`AGENT_CLIS`.
 >>> agent_cli("nobody")
 Traceback (most recent call last):
 ...
-loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen
+loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen, kimi
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "codex": "codex",
     "gemini": "gemini_cli",
     "qwen": "qwen_code",
+    "kimi": "kimi_code",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which
 exports ``CLI``), in the order the command line lists them."""
@@ -164,7 +165,12 @@ class AgentCli(abc.ABC):
     can_end_session: bool = True
     """Whether a hook can end its session."""
     notes_reach_model: bool = True
-    """Whether an after-call answer of the hook reaches the model."""
+    """Whether an after-call answer of the hook reaches the model (where it does not,
+    ``warn`` mode refuses the first loop it finds: that refusal's reason is the note)."""
+    waits_for_after_hooks: bool = True
+    """Whether the CLI waits for its after-call hooks before it goes on (where it does
+    not, the next call's before-hook may start while one runs: an after-hook then never
+    keeps the open batch open)."""
     scopes: tuple[str, ...] = ("user", "project")
     """Where ``loopfuse init`` may install it (``"project"``: with ``--project``)."""
     installer: HookInstaller

@@ -34,15 +34,20 @@ True
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, Final
 
+from loopfuse.errors import ConfigError
+from loopfuse.harness.agent_cli import PROBE_TOOL, Action, HookEvent
 from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.installers import TomlTables
+from loopfuse.harness.json_hooks import JsonHooksCli
 
-__all__ = ["HARNESS", "answer", "exit_code", "wire_runs"]
+__all__ = ["CLI", "HARNESS", "KimiCodeCli", "answer", "exit_code", "wire_runs"]
 
 _READ, _WAIT, _SHELL, _EDITOR, _COSTLY, _OTHER = (
     ToolKind.READ, ToolKind.WAIT, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.COSTLY,
@@ -144,6 +149,99 @@ def answer(event_name: str, payload: dict[str, object]) -> tuple[object, bool, i
     if isinstance(output, str):
         output = HARNESS.without_volatile(output)
     return output, False, None
+
+
+class KimiCodeCli(JsonHooksCli):
+    """Kimi Code's hooks: ``[[hooks]]`` tables in the user's ``config.toml``
+    (``$KIMI_CODE_HOME``, default ``~/.kimi-code``) for ``PreToolUse``, ``PostToolUse``,
+    ``PostToolUseFailure`` and ``UserPromptSubmit``, each given Claude Code's fields
+    (``hook_event_name``, ``session_id``, ``tool_name``, ``tool_input``) and the model's
+    call id as ``tool_call_id``; the answers: :func:`answer`.
+
+    What a hook can do there (Kimi Code 2.1.0, its code and runs):
+
+    - **refuse a call**: ``permissionDecision: "deny"`` in ``hookSpecificOutput`` (or exit
+      status 2); the model reads ``<system>ERROR: Tool execution failed.</system>`` and
+      the reason as the call's answer. A refused call then fires ``PostToolUseFailure``
+      with the reason as its error: the hook pairs it with the refused call by its call
+      id, and it is not counted as another failed call;
+    - **nothing after a call**: its after-call hooks run in the background and what they
+      print is thrown away (:attr:`notes_reach_model` is false: in ``warn`` mode the first
+      loop found is refused at once, that refusal's reason being the note); the next
+      call's before-hook may run while they do (:attr:`waits_for_after_hooks`), and the
+      last ones before it exits are often never run;
+    - **never end the session** (its hook answers have no such field);
+    - **only in the user's settings**: hooks in a project's ``.kimi-code/`` do not run.
+    """
+
+    name = "kimi"
+    title = "Kimi Code"
+    harness = HARNESS
+    before_events = ("PreToolUse",)
+    after_events = ("PostToolUse", "PostToolUseFailure")
+    turn_events = ("UserPromptSubmit",)
+    can_end_session = False
+    notes_reach_model = False
+    waits_for_after_hooks = False
+    scopes = ("user",)
+    installer = TomlTables(("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"))
+
+    def parse(self, payload: dict[str, object]) -> HookEvent:
+        """Claude Code's fields, and the model's call id (``tool_call_id``)."""
+        event = super().parse(payload)
+        call_id = payload.get("tool_call_id")
+        if event.phase in ("before", "after") and isinstance(call_id, str) and call_id:
+            event = event._replace(call_id=call_id)
+        return event
+
+    def answer(
+        self, event_name: str, payload: dict[str, object]
+    ) -> tuple[object, bool | None, int | None]:
+        """:func:`answer`."""
+        return answer(event_name, payload)
+
+    def render(self, event: HookEvent, action: Action, reason: str) -> tuple[str, int]:
+        """Claude Code's refusal; nothing else (a note would be thrown away, and no
+        answer ends a session)."""
+        if action == "note":
+            return "", 0
+        return super().render(event, action, reason)
+
+    def render_user_message(self, event: HookEvent, text: str) -> tuple[str, int]:
+        """``message``: Kimi Code shows it (to the model too: its hook results are part
+        of the conversation) only from ``UserPromptSubmit``, the first event of each
+        session; after a tool event nothing is shown."""
+        del event
+        return json.dumps({"message": text}), 0
+
+    def probe_event(self, session: str) -> dict[str, object]:
+        """A ``PreToolUse`` of Kimi Code's shape (``client_type``, ``tool_call_id``)."""
+        return {
+            "hook_event_name": self.before_events[0],
+            "session_id": session,
+            "cwd": os.getcwd(),
+            "client_type": "kimi_code_cli",
+            "tool_name": PROBE_TOOL,
+            "tool_input": {"command": "loopfuse doctor"},
+            "tool_call_id": f"{session}-call",
+        }
+
+    def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
+        """``config.toml`` in ``$KIMI_CODE_HOME`` (default ``~/.kimi-code``); Kimi Code
+        reads no project's hooks."""
+        if project:
+            raise ConfigError(
+                "Kimi Code runs hooks only from your own settings ($KIMI_CODE_HOME/config.toml, "
+                "default ~/.kimi-code/config.toml), never a project's: run without --project"
+            )
+        base = env.get("KIMI_CODE_HOME")
+        if base is not None:  # as Kimi Code reads it: set, even empty, it is the folder
+            return cwd / base / "config.toml"
+        return Path(env.get("HOME") or Path.home()) / ".kimi-code" / "config.toml"
+
+
+CLI: Final = KimiCodeCli()
+"""Kimi Code's hook protocol."""
 
 
 # --- its sessions ---------------------------------------------------------------------------

@@ -73,6 +73,8 @@ def environment(home: Home) -> dict[str, str]:
     """The run's environment: node 22 first on PATH, Kimi Code's updates and telemetry
     off, the rest as :meth:`Home.environment`."""
     env = home.environment("http://127.0.0.1:9", "kimi")
+    for other in ("GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_CLI_TRUST_WORKSPACE"):
+        env.pop(other, None)  # Home.environment's default, for another CLI
     env["PATH"] = f"{NODE22}{os.pathsep}{env['PATH']}"
     env |= {"KIMI_CODE_NO_AUTO_UPDATE": "1", "KIMI_DISABLE_TELEMETRY": "1"}
     return env

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -266,3 +267,29 @@ def test_toml_tables_user_settings_written_after_the_block_into_its_table_are_re
     installed = TABLES.install(KIMI_USER_FILE, LF_COMMAND, toml_ours) + "timeout = 5\n"
     with pytest.raises(InstallError):
         TABLES.uninstall(installed, toml_ours)
+
+
+class _Scanned(str):
+    """A line that counts the characters its ``find`` calls may read."""
+
+    read = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        begin = 0 if start is None else start
+        stop = len(self) if end is None else min(end, len(self))
+        where = super().find(sub, start, end)
+        _Scanned.read += max(0, (where + len(sub) if where >= 0 else stop) - begin)
+        return where
+
+
+@pytest.mark.parametrize("piece", ['"""', "'''", '"""#', "\"\"\"x'''", "x"])
+def test_toml_tables_find_their_strings_in_linear_time(piece: str) -> None:
+    """A line made of triple quotes (a 4 MiB file can hold a million): each kind of quote
+    is looked for from where it was last found, so the characters read stay a small
+    multiple of the line's (they were the line's length at each quote: quadratic)."""
+    from loopfuse.harness.installers import _quote_after
+
+    line = _Scanned(piece * 20_000)
+    _Scanned.read = 0
+    _quote_after(line, None)
+    assert _Scanned.read <= 4 * len(line) + 16

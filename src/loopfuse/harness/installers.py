@@ -690,23 +690,25 @@ def _hooks_header(stripped: str) -> bool:
 
 def _quote_after(line: str, open_quote: str | None) -> str | None:
     """Which multi-line string is open after ``line`` (``None``: none), given the one
-    open before it: a count of the triple quotes, read left to right."""
+    open before it: the triple quotes, read left to right (a ``#`` outside them ends the
+    line). Linear: each kind of quote is looked for from where it was last found, and
+    the comment only between two quotes."""
     at = 0
+    found = {quote: line.find(quote) for quote in _QUOTES}
     while True:
+        for quote, where in found.items():
+            if 0 <= where < at:
+                found[quote] = line.find(quote, at)
         if open_quote is not None:
-            end = line.find(open_quote, at)
+            end = found[open_quote]
             if end < 0:
                 return open_quote
-            at = end + 3
-            open_quote = None
+            at, open_quote = end + 3, None
             continue
-        hits = [(line.find(q, at), q) for q in _QUOTES]
-        hits = [(i, q) for i, q in hits if i >= 0]
-        comment = line.find("#", at)
+        hits = [(where, quote) for quote, where in found.items() if where >= 0]
         if not hits:
             return None
         first, quote = min(hits)
-        if 0 <= comment < first:
+        if line.find("#", at, first) >= 0:
             return None  # the rest of the line is a comment
-        open_quote = quote
-        at = first + 3
+        at, open_quote = first + 3, quote

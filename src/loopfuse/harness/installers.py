@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -467,6 +466,8 @@ def toml_string(text: str) -> str:
 
 
 def _toml(text: str) -> dict[str, Any]:
+    import tomllib  # here: a hook imports this module, and never reads TOML
+
     try:
         return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
@@ -606,8 +607,8 @@ def _toml_verify(edited: str, wanted: dict[str, Any]) -> None:
     if not wanted.get("hooks"):
         wanted.pop("hooks", None)
     try:
-        got: object = tomllib.loads(edited)
-    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        got: object = _toml(edited)
+    except InstallError as exc:
         got = exc
     if got != wanted:
         raise InstallError(

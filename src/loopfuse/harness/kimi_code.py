@@ -37,7 +37,6 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any, Final
 
@@ -337,6 +336,8 @@ def _text(value: object) -> str | None:
 
 
 def _epoch_text(milliseconds: object) -> str | None:
+    from datetime import UTC, datetime  # here: a hook imports this module, and reads no dates
+
     if not isinstance(milliseconds, int | float) or isinstance(milliseconds, bool):
         return None
     try:

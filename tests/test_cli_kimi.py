@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -304,3 +305,17 @@ def test_doctor_finds_the_hook_in_the_users_config_and_it_works(tmp_path: Path) 
     assert place["scope"] == "user"
     assert all(check["ok"] for check in place["checks"]), place["checks"]
     assert status == 0
+
+
+@pytest.mark.parametrize("payload", [kimi_pre("ls", 1), kimi_post("ls", 1, "a.py\n")])
+def test_a_kimi_hook_reads_no_toml(tmp_path: Path, payload: dict[str, Any]) -> None:
+    """Its installer reads TOML (``init``); a hook imports the installer with the CLI's
+    module, and pays for no TOML reader."""
+    code = (
+        "import sys; from loopfuse.cli.hook import handle;"
+        f"handle({json.dumps(payload)!r}.encode(), ['--state-dir', {str(tmp_path)!r}, "
+        "'--agent', 'kimi'], {}, lambda: 0.0);"
+        "print('tomllib' in sys.modules, 'loopfuse.harness.kimi_code' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert done.stdout.decode().split() == ["False", "True"]

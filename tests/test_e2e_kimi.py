@@ -28,6 +28,7 @@ import pytest
 from agent_clis import Home, Run
 from agent_model import (
     FakeModel,
+    Reply,
     Script,
     commands_then_answer,
     parallel,
@@ -330,3 +331,36 @@ def test_scan_reads_the_session_kimi_code_kept(home: Home) -> None:
     assert found["tool_calls"] == 5
     first = found["findings"][0]
     assert (first["kind"], first["count"]) == ("repeat", 3)
+
+
+@pytest.mark.slow
+def test_a_read_only_failing_command_is_refused_at_its_fifth_call(home: Home) -> None:
+    """``cat missing.txt``, read-only, gets the read-only allowance: refused at its 5th
+    call (4 ran; the 4th when the last answer came late), where the other CLIs note it."""
+    turns = 7
+    done = guarded(home, same_command("cat missing.txt", turns))
+    refused = done.first_refusal()
+    assert refused in (5, 6)
+    answers = done.answers(turns)
+    ran = [a for a in answers if "No such file or directory" in a and REFUSED not in a]
+    assert len(ran) == refused - 1
+    assert all(REFUSED in answer for answer in answers[refused - 1 :])
+
+
+@pytest.mark.slow
+def test_a_loop_of_two_parallel_calls_is_refused_as_a_cycle(home: Home) -> None:
+    """Kimi Code runs a turn's before-hooks one after the other and marks no batch: each
+    call is a batch of its own, and the same two failing calls every turn are a cycle,
+    refused at its 3rd turn; when the model swaps their order every turn, by its 5th."""
+    pair = ("echo a >> attempts.log; cat missing-a.txt", "echo b >> attempts.log; cat b.txt")
+    turns = 6
+    done = guarded(home, parallel(pair, turns))
+    assert done.attempts() == 4  # both ran twice
+    assert any("(cycle, " in line for line in done.log_lines())
+    swapped = Home(home.root / "swapped").make()
+    script: Script = lambda turn: (  # noqa: E731
+        Reply(pair if turn % 2 == 0 else pair[::-1]) if turn < turns else Reply()
+    )
+    done = guarded(swapped, script)
+    assert 4 <= done.attempts() <= 8
+    assert done.log_lines()

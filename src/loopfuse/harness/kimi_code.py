@@ -234,8 +234,8 @@ class KimiCodeCli(JsonHooksCli):
                 "default ~/.kimi-code/config.toml), never a project's: run without --project"
             )
         base = env.get("KIMI_CODE_HOME")
-        if base is not None:  # as Kimi Code reads it: set, even empty, it is the folder
-            return cwd / base / "config.toml"
+        if base:
+            return cwd / base / "config.toml"  # a relative one: from where it runs
         return Path(env.get("HOME") or Path.home()) / ".kimi-code" / "config.toml"
 
 

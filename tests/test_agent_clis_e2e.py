@@ -474,3 +474,34 @@ def test_a_broken_state_directory_fails_open(agent: str, home: Home) -> None:
     assert not any("loopfuse" in text for r in done.model.requests for text in strings(r.body))
     hook_failed = REFUSED[agent].removesuffix(" [loopfuse]")
     assert not any(hook_failed in text for text in done.texts(turns))
+
+
+@pytest.mark.slow
+@needs("claude")
+def test_claude_code_reading_the_output_of_a_command_still_running_is_untouched(
+    home: Home,
+) -> None:
+    """Claude Code 2.1.328 has no ``BashOutput`` / ``TaskOutput`` any more: the model
+    starts a command with ``run_in_background`` and reads its output file (``Read`` of
+    the path the answer names), which ends with ``[exited with code N]`` once the command
+    ended. Its hooks see each read; quiet reads of a command still running are a wait,
+    let through however many (before issue 27 the sixth identical one was noted). A hook
+    that only logs sees each ``Read`` before and after (``tool_response.file.content``),
+    as checked when this was written."""
+    from agent_model import ClaudeToolModel, start_then_read_output
+
+    polls = 8
+    base_settings(home, "claude")
+    loopfuse_init(home, "claude")
+    calls = start_then_read_output("echo building; sleep 25; echo built", polls)
+    with ClaudeToolModel(lambda turn: Reply(), calls=calls) as model:
+        run = run_agent("claude", home, model.url, "Build it.")
+    assert run.returncode == 0, run.stderr[-3000:]
+    done = GuardedRun("claude", home, run, model)
+    read = [t for turn in range(2, polls + 2) for t in done.texts(turn) if "building" in t]
+    assert len(read) >= polls
+    assert not any("[exited with code" in t for t in read[:polls])
+    assert not any("loopfuse" in text for r in model.requests for text in strings(r.body))
+    assert done.log_lines() == []
+    # (its session state is not read here: the command's end comes back to the model as a
+    # new turn, which starts a new run and forgets the calls)

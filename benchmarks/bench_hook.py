@@ -6,10 +6,9 @@ Usage::
 
 For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Kimi Code) a session's state is
 first filled with ``--calls`` varied shell calls and their answers (a full detector window
-by default: a
-real session's state, the largest the hook keeps), then the installed console script
-(``loopfuse`` beside this Python, as ``loopfuse init`` writes it) is run as the CLI
-runs it: one process for the before-event of a new call, one for its after-event, each
+by default: a real session's state, the largest the hook keeps), then the installed
+console script (``loopfuse`` beside this Python, as ``loopfuse init`` writes it) is run
+as the CLI runs it: one process for the before-event of a new call, one for its after-event, each
 with the JSON payload on stdin. Interleaved with them, in the same rounds, a no-op
 Python process (``python -c pass``) is timed as the baseline.
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from loopfuse.detector import scan
-from loopfuse.harness import ToolKind
+from loopfuse.harness import ToolKind, reader_for
 from loopfuse.harness.kimi_code import HARNESS, answer, exit_code, wire_runs
 
 RECORDED = Path(__file__).parent / "recorded" / "agent-clis" / "kimi"
@@ -48,6 +48,18 @@ def test_the_tools_are_data() -> None:
     assert HARNESS.kind("FetchURL", {"url": "u"}) is ToolKind.COSTLY
     # the shell's description is the model's prose, not the call
     assert HARNESS.call("Bash", {"command": "ls", "description": "List"}) == {"command": "ls"}
+
+
+def test_its_read_is_claude_codes_and_every_harness_agrees_on_both() -> None:
+    """``Read`` is Claude Code's name: judged by every harness at once (``auto``), Kimi
+    Code's Read of a file is a read, and Claude Code's Read of a background command's
+    output file stays a wait (declared by both, the two would disagree on it)."""
+    every = reader_for("auto")
+    assert every is not None
+    assert every.kind("Read", {"path": "src/app.py"}) is ToolKind.READ
+    output = "/tmp/claude-0/-home-dev-p/s1/tasks/b7k2m9x.output"
+    assert every.kind("Read", {"file_path": output}) is ToolKind.WAIT
+    assert HARNESS.tool("Read") is None
 
 
 def test_a_background_task_still_running_is_said_so_by_its_snapshot_or_wait() -> None:

@@ -5,7 +5,8 @@ Facts observed with Kimi Code 2.1.0 (docs/agent-clis-verified.md, "Kimi Code"; i
 ``dist/main.mjs``):
 
 - ``Bash {command, cwd, timeout, description, run_in_background}`` runs a command line
-  (``description`` is the model's prose about it); ``Read``, ``Glob``, ``Grep``,
+  (``description`` is the model's prose about it); ``Read`` (Claude Code's name and
+  meaning: left to :mod:`~loopfuse.harness.claude_code`), ``Glob``, ``Grep``,
   ``TaskList``, ``GetGoal``, ``CronList`` read; ``Edit``, ``Write`` are its editors;
   ``FetchURL``, ``WebSearch`` read the web; ``TaskOutput`` (a snapshot of a background
   task: ``retrieval_status: not_ready`` while it runs) and ``WaitFor`` (``wait_status:
@@ -42,7 +43,7 @@ from typing import Any, Final
 
 from loopfuse.errors import ConfigError
 from loopfuse.harness.agent_cli import PROBE_TOOL, Action, HookEvent
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.installers import TomlTables
 from loopfuse.harness.json_hooks import JsonHooksCli
 from loopfuse.harness.transcripts import (
@@ -114,11 +115,14 @@ HARNESS: Final = Harness(
         Tool("WaitFor", _WAIT),
         Tool("TaskList", _READ),
         Tool("TaskStop", _OTHER),
-        Tool("Read", _READ),
-        Tool("Glob", _READ),
-        Tool("Grep", _READ),
-        Tool("Edit", _EDITOR),
-        Tool("Write", _EDITOR),
+        # Its Read {path, ...} is Claude Code's name, which harness="auto" judges by Claude
+        # Code's declaration (a Read of a file is a read there too; Claude Code's Read of
+        # a background command's output file, its file_path, is a wait): declared here
+        # too, two harnesses would disagree on that wait, and neither would judge it.
+        Tool("Glob", _READ, files=FileAccess.READS),
+        Tool("Grep", _READ, files=FileAccess.READS),
+        Tool("Edit", _EDITOR, files=FileAccess.EDITS),
+        Tool("Write", _EDITOR, files=FileAccess.EDITS),
         Tool("FetchURL", _COSTLY),
         Tool("WebSearch", _COSTLY),
         Tool("GetGoal", _READ),

@@ -319,3 +319,33 @@ def test_a_kimi_hook_reads_no_toml(tmp_path: Path, payload: dict[str, Any]) -> N
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     assert done.stdout.decode().split() == ["False", "True"]
+
+
+def test_a_call_failing_again_the_way_the_refused_loop_did_is_refused(hook: Hook) -> None:
+    """warn mode's "a note ignored", where the note is the first refusal: after it, the
+    agent reads a file, then runs a variant of the call, which fails the very same way;
+    the call after it is refused, as after a note elsewhere. A failure of another kind
+    after the refusal lets the session go on."""
+    missing = "ModuleNotFoundError: No module named 'tablib'"
+    steps = [
+        ("python run.py", missing, True),
+        ("python run.py", missing, True),
+        ("python run.py", missing, True),  # refused: the note
+        ("sed -n 1,5p run.py", "import tablib\n", False),
+        ("python run.py -v", "verbose\n" + missing, True),
+        ("pip install tablib", "Successfully installed tablib", False),
+    ]
+    seen = []
+    for i, (command, output, failed) in enumerate(steps):
+        reason = hook.refusal(kimi_pre(command, i))
+        if reason is None:
+            after = kimi_failure(command, i, output) if failed else kimi_post(command, i, output)
+        else:
+            after = kimi_failure(command, i, reason, None)
+        hook(after)
+        seen.append(reason or "ran")
+    assert seen[:2] == ["ran", "ran"]
+    assert seen[2].startswith("[loopfuse] Loop detected")
+    assert seen[3:5] == ["ran", "ran"]
+    assert "failed again the same way" in seen[5]
+    assert "went on after loopfuse's note" in seen[5]

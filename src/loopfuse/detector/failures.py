@@ -44,16 +44,18 @@ OpenHands, mini-swe-agent, Codex and Gemini CLI ends with, are left out for that
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from blake3 import blake3
 
 from loopfuse.detector.answers import error_lines, normalize_answer
+from loopfuse.detector.errors import READ_EVERY_ERROR, ErrorReading
 from loopfuse.detector.records import Answers
 from loopfuse.detector.signals.wording import names_text, quoted
-from loopfuse.detector.transcript import BatchAnswers, clip_text
+from loopfuse.detector.transcript import Batch, BatchAnswers, clip_text
 
-__all__ = ["Failure", "failure_of"]
+__all__ = ["Failure", "failure_of", "failure_of_results"]
 
 # An exit status, in the words shells, runners and harnesses print it: a line whose only
 # error marker is one names no failure.
@@ -120,6 +122,37 @@ def failure_of(answers: Answers) -> Failure | None:
     material = "\n".join(sorted(named)) if named else "=" + answers.key()
     digest = blake3("\x00".join((*tools, material)).encode("utf-8", "surrogatepass"))
     return Failure(digest.hexdigest(16), tools, first)
+
+
+def failure_of_results(
+    tools: Sequence[str],
+    answers: Sequence[object],
+    errors: Sequence[bool | None] | None = None,
+    reading: ErrorReading = READ_EVERY_ERROR,
+) -> Failure | None:
+    """The failure one batch's answers report, given as a live caller has them rather
+    than read from a transcript: each call's tool name, its answer (text, or any JSON
+    value) and, when known, whether it failed (``errors``, one per answer; ``None``:
+    not said). The very name :func:`failure_of` gives the same answers in a transcript:
+    they are read as one (``loopfuse hook`` keeps its answers so, and compares the
+    failure a note came with to a later batch's with it).
+
+    >>> a = failure_of_results(["Bash"], ["Exit code 1\\nKeyError: 'a'"], [True])
+    >>> b = failure_of_results(["Bash"], ["b ran\\nKeyError: 'a'"], [True])
+    >>> a.name == b.name, a.line, failure_of_results(["Bash"], ["a.py"], [False])
+    (True, "KeyError: 'a'", None)
+    """
+    flags = list(errors) if errors is not None else [None] * len(answers)
+    if not answers or len(tools) != len(answers) or len(flags) != len(answers):
+        return None
+    batch = Batch([{"name": name, "arguments": None} for name in tools])
+    items: list[tuple[list[object], bool | None]] = []
+    for answer, flag in zip(answers, flags, strict=True):
+        # A text answer is one text part; any other JSON value one JSON part, as a
+        # transcript's tool result canonically is.
+        part = answer if type(answer) is str else {"type": "json", "value": answer}
+        items.append(([part], flag if type(flag) is bool else None))
+    return failure_of(BatchAnswers(batch, items, reading))
 
 
 def _texts(answers: BatchAnswers) -> list[tuple[str, str]]:

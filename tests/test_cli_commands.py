@@ -108,7 +108,7 @@ def test_hook_typed_at_a_terminal_says_what_it_is_for_and_does_not_wait() -> Non
     assert status == 2  # a usage error
     assert out == ""  # nothing a CLI could take for an answer
     # every registered CLI is named (the registry grows with each CLI guarded)
-    assert "Claude Code, Codex, Gemini CLI, Qwen Code and Kimi Code run this at each tool" in err
+    assert "Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI and Kimi Code run" in err
     assert "loopfuse init --agent" in err
 
 

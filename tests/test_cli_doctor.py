@@ -82,8 +82,8 @@ def files(root: Path) -> dict[str, bytes]:
 def test_installed_nowhere_is_a_problem(machine: Machine) -> None:
     status, text = machine.doctor()
     assert status == 1
-    # claude-code, gemini and qwen twice (user, project), codex and kimi once
-    assert text.count("not installed") == 8
+    # claude-code, gemini, qwen and copilot twice (user, project), codex and kimi once
+    assert text.count("not installed") == 10
     assert "installed nowhere: loopfuse init --agent" in text
 
 

@@ -16,10 +16,10 @@ Adding a CLI is adding its module and one line to :data:`AGENT_CLIS`.
 >>> event = cli.parse(cli.probe_event("s"))
 >>> event.agent, event.phase, event.tool_name
 ('gemini', 'before', 'loopfuse-doctor')
->>> agent_cli("nobody")
+>>> agent_cli("nobody")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen, kimi
+loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen...
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "codex": "codex",
     "gemini": "gemini_cli",
     "qwen": "qwen_code",
+    "copilot": "copilot_cli",
     "kimi": "kimi_code",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which

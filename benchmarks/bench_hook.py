@@ -4,11 +4,11 @@ Usage::
 
     python benchmarks/bench_hook.py [--rounds 30] [--calls 48]
 
-For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, pi) a session's state is first filled with
-``--calls`` varied shell calls and their answers (a full detector window by default: a
-real session's state, the largest the hook keeps), then the installed console script
-(``loopfuse`` beside this Python, as ``loopfuse init`` writes it) is run as the CLI
-runs it: one process for the before-event of a new call, one for its after-event, each
+For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Kimi Code, pi) a session's state
+is first filled with ``--calls`` varied shell calls and their answers (a full detector window
+by default: a real session's state, the largest the hook keeps), then the installed
+console script (``loopfuse`` beside this Python, as ``loopfuse init`` writes it) is run
+as the CLI runs it: one process for the before-event of a new call, one for its after-event, each
 with the JSON payload on stdin. Interleaved with them, in the same rounds, a no-op
 Python process (``python -c pass``) is timed as the baseline.
 
@@ -49,6 +49,8 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     copilot_pre,
     gemini_after,
     gemini_before,
+    kimi_post,
+    kimi_pre,
     pi_post,
     pi_pre,
     qwen_post,
@@ -80,6 +82,8 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
         return qwen_pre(command, i), qwen_post(command, i, output)
     if agent == "copilot":
         return copilot_pre(command), copilot_post(command, i, output)
+    if agent == "kimi":
+        return kimi_pre(command, i), kimi_post(command, i, output)
     if agent == "pi":
         return pi_pre(command, f"call_{i}"), pi_post(command, f"call_{i}", output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
@@ -100,9 +104,10 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
     return wall, (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
 
 
-# The CLIs whose inputs are not told by their payload are named by the command (as init
-# writes it); the others are told by their payload.
-NAMED: Final = ("copilot", "pi")
+# The CLIs whose inputs do not name their event, or that loopfuse does not tell by their
+# payload (Kimi Code, pi), are named by the command (as init writes it); the others are
+# told by their payload.
+NAMED: Final = ("copilot", "kimi", "pi")
 
 
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
@@ -147,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "pi"):
+        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "kimi", "pi"):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m["after"]) <= 0.080 else "NO"
             print(

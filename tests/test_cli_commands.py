@@ -107,7 +107,8 @@ def test_hook_typed_at_a_terminal_says_what_it_is_for_and_does_not_wait() -> Non
     status, out, err, _ = _hook_at_a_terminal("--agent", "claude-code")
     assert status == 2  # a usage error
     assert out == ""  # nothing a CLI could take for an answer
-    assert "Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI and pi run this at" in err
+    # every registered CLI is named (the registry grows with each CLI guarded)
+    assert "Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, Kimi Code and pi" in err
     assert "loopfuse init --agent" in err
 
 

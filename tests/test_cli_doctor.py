@@ -82,8 +82,8 @@ def files(root: Path) -> dict[str, bytes]:
 def test_installed_nowhere_is_a_problem(machine: Machine) -> None:
     status, text = machine.doctor()
     assert status == 1
-    # claude-code, gemini, qwen, copilot and pi twice (user, project), codex once
-    assert text.count("not installed") == 11
+    # claude-code, gemini, qwen, copilot and pi twice (user, project), codex and kimi once
+    assert text.count("not installed") == 12
     assert "installed nowhere: loopfuse init --agent" in text
 
 

@@ -160,7 +160,7 @@ class PiSessions(SessionFormat):
     (:func:`sessions_dir`), each one run (:func:`session_body`)."""
 
     agent = "pi"
-    priority = 70  # its records have no sessionId: asked after every other CLI
+    priority = 80  # its records have no sessionId: asked after every other CLI
 
     def folder(self, env: Mapping[str, str]) -> SessionFolder:
         """:func:`sessions_dir`."""

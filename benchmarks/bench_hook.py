@@ -4,15 +4,14 @@ Usage::
 
     python benchmarks/bench_hook.py [--rounds 30] [--calls 48]
 
-For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Crush) a session's state is
-first filled with ``--calls`` varied shell calls and their answers (a full detector window
-by default: a real session's state, the largest the hook keeps), then the installed
-console script (``loopfuse`` beside this Python, as ``loopfuse init`` writes it) is run as
-the CLI runs it: one process for the before-event of a new call, one for its
+For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Kimi Code, pi, Crush) a
+session's state is first filled with ``--calls`` varied shell calls and their answers (a
+full detector window by default: a real session's state, the largest the hook keeps), then
+the installed console script (``loopfuse`` beside this Python, as ``loopfuse init`` writes
+it) is run as the CLI runs it: one process for the before-event of a new call, one for its
 after-event, each with the JSON payload on stdin. Crush runs no hook after a call (no
-after-event, no answers in its state) and its command names it (``--agent crush``).
-Interleaved with them, in the same rounds, a no-op Python process (``python -c pass``) is
-timed as the baseline.
+after-event, no answers in its state). Interleaved with them, in the same rounds, a no-op
+Python process (``python -c pass``) is timed as the baseline.
 
 Every child process runs with its bytecode cached, as an installed package has it
 (``pip install`` compiles it; here ``PYTHONPYCACHEPREFIX`` points at a temporary folder,
@@ -38,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -47,8 +46,14 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     claude_pre,
     codex_post,
     codex_pre,
+    copilot_post,
+    copilot_pre,
     gemini_after,
     gemini_before,
+    kimi_post,
+    kimi_pre,
+    pi_post,
+    pi_pre,
     qwen_post,
     qwen_pre,
 )
@@ -66,10 +71,6 @@ COMMANDS = (
 )
 
 
-FLAGS: dict[str, list[str]] = {"crush": ["--agent", "crush"]}
-"""The hook's flags, as ``loopfuse init`` writes them, where the payload does not say."""
-
-
 def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The before- and after-payloads of call ``i`` of a varied session (no after-payload:
     the CLI runs no hook after a call)."""
@@ -85,6 +86,12 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
         return codex_pre(command, f"call_{i}"), codex_post(command, f"call_{i}", output)
     if agent == "qwen":
         return qwen_pre(command, i), qwen_post(command, i, output)
+    if agent == "copilot":
+        return copilot_pre(command), copilot_post(command, i, output)
+    if agent == "kimi":
+        return kimi_pre(command, i), kimi_post(command, i, output)
+    if agent == "pi":
+        return pi_pre(command, f"call_{i}"), pi_post(command, f"call_{i}", output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
 
 
@@ -103,19 +110,25 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
     return wall, (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
 
 
+# The CLIs whose inputs do not name their event, or that loopfuse does not tell by their
+# payload (Kimi Code, pi), are named by the command (as init writes it); the others are
+# told by their payload.
+NAMED: Final = ("copilot", "kimi", "pi", "crush")
+
+
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
     state = root / agent
     now = time.time()
-    flags = FLAGS.get(agent, [])
+    named = ["--agent", agent] if agent in NAMED else []
     for i in range(calls):  # a real session's state, filled in this process
         for payload in call(agent, i):
             if payload is not None:
-                raw = json.dumps(payload).encode()
-                handle(raw, [*flags, "--state-dir", str(state)], {}, lambda: now)
+                flags = ["--state-dir", str(state), *named]
+                handle(json.dumps(payload).encode(), flags, {}, lambda: now)
     env = {**os.environ, "LOOPFUSE_STATE_DIR": str(state)}
     env["PYTHONPYCACHEPREFIX"] = str(root / "bytecode")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    hook = [*script(), "hook", *flags]
+    hook = [*script(), "hook", *named]
     noop = [sys.executable, "-c", "pass"]
     warm_up = json.dumps(call(agent, calls)[0]).encode()
     timed(noop, b"", env)
@@ -151,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen", "crush"):
+        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "kimi", "pi", "crush"):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m.get("after", 0.0)) <= 0.080 else "NO"
             after = f"{ms(m['after'])} [{ms(m['after cpu'])}]" if "after" in m else f"{'-':>15}"

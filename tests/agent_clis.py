@@ -31,6 +31,7 @@ REQUIRED = os.environ.get("LOOPFUSE_REQUIRE_AGENT_CLIS") == "1"
 AGENTS = ("claude", "codex", "gemini", "qwen")
 # The CLI's executable under node_modules/.bin.
 EXECUTABLES = {"claude": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen"}
+EXECUTABLES["pi"] = "pi"  # tests/pi_e2e.py
 RUN_TIMEOUT = 150.0  # seconds; a run that takes this long is stuck (the model is bounded)
 
 
@@ -243,3 +244,7 @@ def run_agent(
         stdout, stderr = process.communicate()
         pytest.fail(f"{agent} ran over {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
     return Run(process.returncode, stdout, stderr)
+
+
+# --- GitHub Copilot CLI (its runs: tests/test_e2e_copilot.py) --------------------------------
+EXECUTABLES["copilot"] = "copilot"

@@ -187,3 +187,122 @@ def claude_batch(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
             for command, call_id, response in calls
         ],
     }
+
+
+# --- GitHub Copilot CLI 1.0.102 (its own camelCase events: no event name, no call id) ---------
+
+COPILOT_COMMON: dict[str, Any] = {
+    "sessionId": "2f6c1d0e-4b8a-4c1e-9d3f-7a5b6c8d9e0f",
+    "timestamp": 1796556339192,
+    "cwd": "/home/dev/p",
+}
+
+
+def copilot_pre(command: str, description: str = "Run it") -> dict[str, Any]:
+    """``preToolUse`` of a ``bash`` call."""
+    return {
+        **COPILOT_COMMON,
+        "toolName": "bash",
+        "toolArgs": {"command": command, "description": description},
+    }
+
+
+def copilot_post(command: str, shell: int, output: str, code: int = 0) -> dict[str, Any]:
+    """``postToolUse`` of a ``bash`` call, the ``shell``-th of its session: a command that
+    exits non-zero is a success too, its exit code only in the answer's last line."""
+    return {
+        **copilot_pre(command),
+        "toolResult": {
+            "resultType": "success",
+            "textResultForLlm": f"{output}\n<shellId: {shell} completed with exit code {code}>",
+        },
+    }
+
+
+def copilot_failure(path: str, error: str = "Path does not exist") -> dict[str, Any]:
+    """``postToolUseFailure``: a ``view`` of a missing path."""
+    return {**COPILOT_COMMON, "toolName": "view", "toolArgs": {"path": path}, "error": error}
+
+
+def copilot_prompt(text: str = "try again") -> dict[str, Any]:
+    """``userPromptSubmitted``: the user's prompt."""
+    return {**COPILOT_COMMON, "prompt": text}
+
+
+# --- Kimi Code 2.1.0 (tests/recorded/agent-clis/kimi/) ---------------------------------------
+
+KIMI_COMMON: dict[str, Any] = {
+    "session_id": "session_e9077566-eff1-41a0-9840-28e99d9833cb",
+    "cwd": "/home/dev/p",
+    "client_type": "kimi_code_cli",
+}
+
+
+def _kimi_tool(event: str, command: str, call: int) -> dict[str, Any]:
+    return {
+        **KIMI_COMMON,
+        "hook_event_name": event,
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "Run a command"},
+        "tool_call_id": f"call_{call:020d}",
+    }
+
+
+def kimi_pre(command: str, call: int) -> dict[str, Any]:
+    return _kimi_tool("PreToolUse", command, call)
+
+
+def kimi_post(command: str, call: int, output: str) -> dict[str, Any]:
+    """A command that exited 0: its output (the first 2,000 characters)."""
+    return {**_kimi_tool("PostToolUse", command, call), "tool_output": output[:2000]}
+
+
+def kimi_failure(command: str, call: int, output: str, code: int | None = 1) -> dict[str, Any]:
+    """A command that exited non-zero (or a call a hook refused: ``output`` its reason,
+    ``code`` None): Kimi Code's failure event."""
+    message = output if code is None else f"{output}\nCommand failed with exit code: {code}."
+    return {
+        **_kimi_tool("PostToolUseFailure", command, call),
+        "error": {"code": "internal", "message": message, "retryable": False},
+    }
+
+
+def kimi_prompt(text: str = "try again") -> dict[str, Any]:
+    """The user's prompt: its text as a list of parts."""
+    return {
+        **KIMI_COMMON,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": [{"type": "text", "text": text}],
+    }
+
+
+# --- pi (loopfuse's extension: tests/recorded/agent-clis/pi/loopfuse-events.jsonl) ---------
+
+PI_SESSION = "01a24bb4-fae0-76b4-9aea-a77cdb6c686f"
+
+
+def _pi(event: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "hook_event_name": event,
+        "session_id": PI_SESSION,
+        "transcript_path": f"/home/dev/.pi/agent/sessions/--home-dev-p--/t_{PI_SESSION}.jsonl",
+        "cwd": "/home/dev/p",
+        **fields,
+    }
+
+
+def pi_pre(command: str, call_id: str) -> dict[str, Any]:
+    """The extension's ``tool_call`` of pi's ``bash``."""
+    return _pi("tool_call", tool_name="bash", tool_call_id=call_id, tool_input={"command": command})
+
+
+def pi_post(command: str, call_id: str, output: str, code: int = 0) -> dict[str, Any]:
+    """The extension's ``tool_result`` of pi's ``bash`` (a non-zero ``code``: pi's failure,
+    its status line last)."""
+    text = output if code == 0 else f"{output}\n\nCommand exited with code {code}"
+    return {
+        **pi_pre(command, call_id),
+        "hook_event_name": "tool_result",
+        "tool_response": [{"type": "text", "text": text}],
+        "is_error": code != 0,
+    }

@@ -107,7 +107,8 @@ def test_hook_typed_at_a_terminal_says_what_it_is_for_and_does_not_wait() -> Non
     status, out, err, _ = _hook_at_a_terminal("--agent", "claude-code")
     assert status == 2  # a usage error
     assert out == ""  # nothing a CLI could take for an answer
-    assert "Claude Code, Codex, Gemini CLI, Qwen Code and Crush run this at each tool call" in err
+    # every registered CLI is named (the registry grows with each CLI guarded)
+    assert "Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, Kimi Code, pi and Crush" in err
     assert "loopfuse init --agent" in err
 
 

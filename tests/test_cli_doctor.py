@@ -82,8 +82,8 @@ def files(root: Path) -> dict[str, bytes]:
 def test_installed_nowhere_is_a_problem(machine: Machine) -> None:
     status, text = machine.doctor()
     assert status == 1
-    # claude-code, gemini, qwen and crush twice (user, project), codex once
-    assert text.count("not installed") == 9
+    # claude-code, gemini, qwen, copilot, pi and crush twice (user, project), codex and kimi once
+    assert text.count("not installed") == 14
     assert "installed nowhere: loopfuse init --agent" in text
 
 

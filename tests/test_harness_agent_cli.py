@@ -67,6 +67,11 @@ def test_each_probe_event_reads_back_as_a_before_call(name: str) -> None:
         assert recognised(payload) is cli
 
 
+# How a CLI's answer ends its session, where it is not Claude Code's ``continue: false``:
+# pi's is loopfuse's own extension's word (it calls pi's ctx.abort()).
+ENDS = {"pi": '"end": true', "crush": '"halt": true'}
+
+
 @pytest.mark.parametrize("name", list(AGENT_CLIS))
 def test_each_cli_answers_by_the_rules_of_render(name: str) -> None:
     cli = agent_cli(name)
@@ -85,11 +90,9 @@ def test_each_cli_answers_by_the_rules_of_render(name: str) -> None:
     else:  # no hook after a call (Crush): the note goes with the call's answer, given
         assert cli.render(after, "note", "r") == ("", 0)  # before it ran, and not again
         noted, _ = cli.render(before, "note", "look")
-    assert "look" in noted
+    assert ("look" in noted) is cli.notes_reach_model  # else nothing: it is thrown away
     ended, _ = cli.render(before, "end", "because")
-    # Crush ends a turn with "halt", the others with Claude Code's "continue".
-    end_word = '"halt": true' if name == "crush" else '"continue": false'
-    assert (end_word in ended) is cli.can_end_session
+    assert (ENDS.get(name, '"continue": false') in ended) is cli.can_end_session
 
 
 def test_an_event_of_another_phase_is_not_a_tool_event() -> None:

@@ -16,10 +16,10 @@ Adding a CLI is adding its module and one line to :data:`AGENT_CLIS`.
 >>> event = cli.parse(cli.probe_event("s"))
 >>> event.agent, event.phase, event.tool_name
 ('gemini', 'before', 'loopfuse-doctor')
->>> agent_cli("nobody")
+>>> agent_cli("nobody")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen, crush
+loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen...
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "codex": "codex",
     "gemini": "gemini_cli",
     "qwen": "qwen_code",
+    "copilot": "copilot_cli",
+    "kimi": "kimi_code",
+    "pi": "pi",
     "crush": "crush",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which
@@ -166,7 +169,12 @@ class AgentCli(abc.ABC):
     can_end_session: bool = True
     """Whether a hook can end its session."""
     notes_reach_model: bool = True
-    """Whether an after-call answer of the hook reaches the model."""
+    """Whether an after-call answer of the hook reaches the model (where it does not,
+    ``warn`` mode refuses the first loop it finds: that refusal's reason is the note)."""
+    waits_for_after_hooks: bool = True
+    """Whether the CLI waits for its after-call hooks before it goes on (where it does
+    not, the next call's before-hook may start while one runs: an after-hook then never
+    keeps the open batch open)."""
     answers_reach_hook: bool = True
     """Whether the CLI runs the hook after each call, with the call's answer. Where it
     does not (Crush: only before a call), a session that never sent an answer is judged

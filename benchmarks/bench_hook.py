@@ -4,13 +4,13 @@ Usage::
 
     python benchmarks/bench_hook.py [--rounds 30] [--calls 48]
 
-For each CLI (Claude Code, Codex, Gemini CLI) a session's state is first filled with
-``--calls`` varied shell calls and their answers (a full detector window by default: a
-real session's state, the largest the hook keeps), then the installed console script
-(``loopfuse`` beside this Python, as ``loopfuse init`` writes it) is run as the CLI
-runs it: one process for the before-event of a new call, one for its after-event, each
-with the JSON payload on stdin. Interleaved with them, in the same rounds, a no-op
-Python process (``python -c pass``) is timed as the baseline.
+For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, OpenCode) a session's state is
+first filled with ``--calls`` varied shell calls and their answers (a full detector
+window by default: a real session's state, the largest the hook keeps), then the
+installed console script (``loopfuse`` beside this Python, as ``loopfuse init`` writes
+it) is run as the CLI runs it: one process for the before-event of a new call, one for
+its after-event, each with the JSON payload on stdin. Interleaved with them, in the same
+rounds, a no-op Python process (``python -c pass``) is timed as the baseline.
 
 Every child process runs with its bytecode cached, as an installed package has it
 (``pip install`` compiles it; here ``PYTHONPYCACHEPREFIX`` points at a temporary folder,
@@ -47,6 +47,8 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     codex_pre,
     gemini_after,
     gemini_before,
+    opencode_post,
+    opencode_pre,
     qwen_post,
     qwen_pre,
 )
@@ -74,6 +76,8 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
         return codex_pre(command, f"call_{i}"), codex_post(command, f"call_{i}", output)
     if agent == "qwen":
         return qwen_pre(command, i), qwen_post(command, i, output)
+    if agent == "opencode":  # its plugin's events (the plugin names the CLI: --agent)
+        return opencode_pre(command, i), opencode_post(command, i, output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
 
 
@@ -92,16 +96,22 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
     return wall, (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
 
 
+# The CLIs whose hook command names them (their events are not told by their shape).
+NAMED = ("opencode",)
+
+
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
     state = root / agent
     now = time.time()
+    named = ["--agent", agent] if agent in NAMED else []
     for i in range(calls):  # a real session's state, filled in this process
         for payload in call(agent, i):
-            handle(json.dumps(payload).encode(), ["--state-dir", str(state)], {}, lambda: now)
+            argv = ["--state-dir", str(state), *named]
+            handle(json.dumps(payload).encode(), argv, {}, lambda: now)
     env = {**os.environ, "LOOPFUSE_STATE_DIR": str(state)}
     env["PYTHONPYCACHEPREFIX"] = str(root / "bytecode")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    hook = [*script(), "hook"]
+    hook = [*script(), "hook", *named]
     noop = [sys.executable, "-c", "pass"]
     warm_up, _ = (json.dumps(p).encode() for p in call(agent, calls))
     timed(noop, b"", env)
@@ -132,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen"):
+        for agent in ("claude-code", "codex", "gemini", "qwen", "opencode"):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m["after"]) <= 0.080 else "NO"
             print(

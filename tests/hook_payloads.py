@@ -187,3 +187,32 @@ def claude_batch(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
             for command, call_id, response in calls
         ],
     }
+
+
+# --- OpenCode: the events of loopfuse's plugin (tests/recorded/agent-clis/opencode/) ----------
+
+OPENCODE_SESSION = "ses_db44ca9e7ffeRVKu39Rp4HiXUz"
+
+
+def _opencode_call(event: str, command: str, call: int) -> dict[str, Any]:
+    return {
+        "loopfuse": 1,
+        "event": event,
+        "sessionID": OPENCODE_SESSION,
+        "callID": f"call_{call:020d}",
+        "tool": "bash",
+        "args": {"command": command, "description": "Run a command"},
+    }
+
+
+def opencode_pre(command: str, call: int) -> dict[str, Any]:
+    return _opencode_call("tool.execute.before", command, call)
+
+
+def opencode_post(command: str, call: int, output: str, code: int = 0) -> dict[str, Any]:
+    """A command that ran (whatever its exit status: OpenCode's after-event)."""
+    return {
+        **_opencode_call("tool.execute.after", command, call),
+        "output": output,
+        "metadata": {"exit": code},
+    }

@@ -90,6 +90,7 @@ from typing import IO, Any, Final
 
 from loopfuse.cli.loglines import CONVERSATION_KEYS, LineProblem, parse_line, read_line, size_text
 from loopfuse.cli.seen_calls import seeming_calls_in
+from loopfuse.harness import opencode
 
 __all__ = [
     "AGENTS",
@@ -1082,9 +1083,10 @@ def _opencode_run(name: str, document: dict[str, Any]) -> AgentRun | None:
     ``opencode export`` prints it) as Anthropic ``messages``. An assistant message of
     OpenCode holds every step of one answer (``step-start`` ... ``step-finish``, one
     model request each): each step is one assistant turn, its ``tool`` parts
-    ``tool_use`` blocks, their answers (``state.output``; ``state.error`` when
-    ``state.status`` is ``"error"``, flagged ``is_error``) the user message after it,
-    and the step's ``tokens`` its usage."""
+    ``tool_use`` blocks, their answers the user message after it, read as
+    :func:`loopfuse.harness.opencode.stored_answer` reads them (``is_error``: the tool
+    threw, or a command exited non-zero, as ``loopfuse hook`` judges them), and the
+    step's ``tokens`` its usage."""
     messages: list[dict[str, Any]] = []
     info = _object(document.get("info"))
     model: str | None = None
@@ -1225,17 +1227,16 @@ def _opencode_steps(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "input": given if isinstance(given, dict) else {},
                 }
             )
-            status = state.get("status")
-            if status in ("completed", "error"):
-                failed = status == "error"
-                text = state.get("error" if failed else "output")
+            answer = opencode.stored_answer(blocks[-1]["name"], state)
+            if answer is not None:
+                text, failed = answer
                 result: dict[str, Any] = {
                     "type": "tool_result",
                     "tool_use_id": call_id,
-                    "content": text if isinstance(text, str) else "",
+                    "content": text,
                 }
-                if failed:
-                    result["is_error"] = True
+                if failed is not None:
+                    result["is_error"] = failed
                 results.append(result)
         elif kind == "step-finish":
             usage.update(_opencode_usage(part.get("tokens")))

@@ -1,7 +1,8 @@
 """``loopfuse doctor``: is each coding-agent CLI guarded, and does its guard work?
 
-For every place ``loopfuse init`` can install ``loopfuse hook`` (Claude Code and Gemini
-CLI: the user's settings and this folder's; Codex: ``$CODEX_HOME/hooks.json``), it says:
+For every place ``loopfuse init`` can install ``loopfuse hook`` (each CLI's
+:attr:`~loopfuse.harness.agent_cli.AgentCli.scopes`: the user's settings, and this
+folder's where the CLI reads a project's), it says:
 
 - **installed**: the CLI's settings file holds loopfuse's hook for each of the CLI's
   events (:func:`~loopfuse.cli.init.settings_path`, read as ``init`` writes it);
@@ -38,15 +39,16 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Final, TextIO
 
-from loopfuse.cli import settings_text
-from loopfuse.cli.agents import AFTER_EVENTS, AGENTS, BATCH_EVENTS, BEFORE_EVENTS, TURN_EVENTS
+from loopfuse.cli.agents import AGENTS
 from loopfuse.cli.hook_check import check_hook_command
 from loopfuse.cli.hook_state import session_path, state_root
-from loopfuse.cli.init import InitError, settings_path
+from loopfuse.cli.init import InitError, is_our_command, settings_path
 from loopfuse.cli.safe_files import private_folder, read_regular
 from loopfuse.errors import ConfigError
+from loopfuse.harness.agent_cli import PROBE_TOOL, agent_cli
+from loopfuse.harness.installers import InstallError
 
 __all__ = ["Check", "Place", "build_parser", "diagnose", "main"]
 
@@ -55,22 +57,8 @@ RUN_TIMEOUT: Final = 20.0
 past this one, the hook is reported as hanging)."""
 MAX_SETTINGS_BYTES: Final = 4 * 1024 * 1024
 """A CLI settings file larger than this is not read."""
-TEST_TOOL: Final = "loopfuse-doctor"
+TEST_TOOL: Final = PROBE_TOOL
 """The tool of the test event: a name no CLI has, so no session's loop is touched."""
-
-_EVENTS: Final[dict[str, tuple[str, ...]]] = {
-    agent: (*BEFORE_EVENTS[agent], *AFTER_EVENTS[agent], *TURN_EVENTS[agent], *BATCH_EVENTS[agent])
-    for agent in AGENTS
-}
-_SCOPES: Final = (
-    ("claude-code", "user"),
-    ("claude-code", "project"),
-    ("codex", "user"),  # Codex reads hooks from $CODEX_HOME/hooks.json only
-    ("gemini", "user"),
-    ("gemini", "project"),
-    ("qwen", "user"),
-    ("qwen", "project"),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +91,8 @@ def diagnose(env: Mapping[str, str], cwd: Path, agents: Sequence[str] = AGENTS) 
     """Every place of ``agents`` (user and project scope), each checked."""
     places: list[Place] = []
     seen: set[Path] = set()
-    for agent, scope in _SCOPES:
+    places_of = ((agent, scope) for agent in AGENTS for scope in agent_cli(agent).scopes)
+    for agent, scope in places_of:
         if agent not in agents:
             continue
         path = settings_path(agent, scope == "project", env, cwd)
@@ -117,71 +106,57 @@ def diagnose(env: Mapping[str, str], cwd: Path, agents: Sequence[str] = AGENTS) 
 
 def _place(agent: str, scope: str, path: Path, env: Mapping[str, str]) -> Place:
     place = Place(agent, scope, str(path))
+    events = agent_cli(agent).events
     try:
-        settings = _read_settings(path, agent)
+        found = _our_commands(path, agent)
     except InitError as exc:
         place.checks.append(Check("installed", False, str(exc)))
         return place
-    by_event = _our_commands(settings, agent)
+    by_event = {event: found[event] for event in events if found.get(event)}
     commands = list(dict.fromkeys(c for found in by_event.values() for c in found))
     if not commands:
         return place
     place.installed = True
     place.commands = commands
-    missing = [event for event in _EVENTS[agent] if not by_event.get(event)]
+    missing = [event for event in events if not by_event.get(event)]
     if missing:
         again = f"loopfuse init --agent {agent}{' --project' if scope == 'project' else ''}"
         detail = f"not for {', '.join(missing)} (an older install?): run {again}"
         place.checks.append(Check("installed", False, detail))
     else:
-        events = len(_EVENTS[agent])
-        place.checks.append(Check("installed", True, f"for its {events} events"))
+        place.checks.append(Check("installed", True, f"for its {len(events)} events"))
     for command in commands:
         place.checks.extend(_check_command(agent, command, env))
     return place
 
 
-def _read_settings(path: Path, agent: str) -> dict[str, Any]:
-    """The settings object of ``path`` (``{}``: no file), read as ``init`` reads it (a
-    regular file, never waited on as a FIFO; Gemini CLI's with its comments; a link the
-    user made to their dotfiles is followed: reading changes nothing); :class:`InitError`
-    for one that cannot be read."""
+def _read_settings(path: Path) -> str:
+    """The text of ``path`` (``""``: no file), read as ``init`` reads it (a regular file,
+    never waited on as a FIFO; a link the user made to their dotfiles is followed:
+    reading changes nothing); :class:`InitError` for one that cannot be read."""
     try:
         raw = read_regular(str(path), MAX_SETTINGS_BYTES, follow=True)
     except FileNotFoundError:
-        return {}
+        return ""
     except OSError as exc:
         raise InitError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(raw) > MAX_SETTINGS_BYTES:
         raise InitError(f"{path}: larger than {MAX_SETTINGS_BYTES} bytes, not read")
     try:
-        text = raw.decode("utf-8")
-        settings = (
-            settings_text.load(text, comments=agent in ("gemini", "qwen")) if text.strip() else {}
-        )
-    except (UnicodeDecodeError, settings_text.SettingsTextError) as exc:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InitError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(settings, dict):
-        raise InitError(f"{path}: not a JSON object")
-    return settings
 
 
-def _our_commands(settings: dict[str, Any], agent: str) -> dict[str, list[str]]:
-    """The ``loopfuse hook`` commands of each of ``agent``'s events in ``settings``."""
-    from loopfuse.cli.init import _is_ours  # init's own test of "ours"
-
-    hooks = settings.get("hooks")
-    found: dict[str, list[str]] = {}
-    if not isinstance(hooks, dict):
-        return found
-    for event in _EVENTS[agent]:
-        groups = hooks.get(event)
-        for group in groups if isinstance(groups, list) else []:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else []:
-                if _is_ours(handler):
-                    found.setdefault(event, []).append(str(handler["command"]))
-    return found
+def _our_commands(path: Path, agent: str) -> dict[str, list[str]]:
+    """The ``loopfuse hook`` commands of each event in the file ``path``, as
+    ``agent``'s installer reads them (with ``init``'s own test of "ours");
+    :class:`InitError` for a file it cannot read."""
+    text = _read_settings(path)
+    try:
+        return agent_cli(agent).installer.commands(text, is_our_command)
+    except InstallError as exc:
+        raise InitError(f"{path}: {exc}") from None
 
 
 def _check_command(agent: str, command: str, env: Mapping[str, str]) -> list[Check]:
@@ -249,21 +224,7 @@ def _check_state(root: str) -> Check:
 
 def probe_event(agent: str, session: str) -> dict[str, object]:
     """A before-tool event of ``agent``'s shape, for the tool :data:`TEST_TOOL`."""
-    event: dict[str, object] = {
-        "session_id": session,
-        "transcript_path": "",
-        "cwd": os.getcwd(),
-        "hook_event_name": _EVENTS[agent][0],  # the before-tool event comes first
-        "tool_name": TEST_TOOL,
-        "tool_input": {"command": "loopfuse doctor"},
-    }
-    if agent == "codex":
-        return {**event, "turn_id": session, "tool_use_id": f"{session}-call"}
-    if agent == "claude-code":
-        return {**event, "tool_use_id": f"{session}-call"}
-    if agent == "qwen":  # Qwen Code's own call id beside the model's
-        return {**event, "tool_use_id": f"{session}-own", "tool_call_id": f"{session}-call"}
-    return event
+    return agent_cli(agent).probe_event(session)
 
 
 def _check_runs(agent: str, words: list[str], root: str, env: Mapping[str, str]) -> Check:
@@ -386,10 +347,8 @@ def render_text(places: Sequence[Place], fine: bool) -> str:
     guarded = sum(place.ok for place in places)
     problems = sum(not check.ok for place in places for check in place.checks)
     if not any(place.installed for place in places):
-        lines.append(
-            "loopfuse hook is installed nowhere: "
-            "loopfuse init --agent claude-code|codex|gemini|qwen"
-        )
+        install = f"loopfuse init --agent {'|'.join(AGENTS)}"
+        lines.append(f"loopfuse hook is installed nowhere: {install}")
     else:
         lines.append(f"{guarded} guarded, {problems} problem{'s' * (problems != 1)}")
     if fine:

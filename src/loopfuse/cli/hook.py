@@ -70,6 +70,7 @@ from loopfuse.cli.options import (
 )
 from loopfuse.cli.safe_files import UnsafeFileError, open_regular, private_folder
 from loopfuse.errors import ConfigError
+from loopfuse.harness.agent_cli import agent_cli
 
 if TYPE_CHECKING:
     import argparse
@@ -135,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--end-session",
         action=argparse.BooleanOptionalAction,
-        help="end the session when a loop goes on after its refusal (not Codex)",
+        help="end the session when a loop goes on after its refusal (where the CLI lets a "
+        "hook end it)",
     )
     parser.add_argument(
         "--config", metavar="FILE", help="TOML settings, as loopfuse scan's (or $LOOPFUSE_CONFIG)"
@@ -280,7 +282,7 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
         build_parser().print_help()
         return 0
     if _typed_at_a_terminal():
-        sys.stderr.write(AT_A_TERMINAL)
+        sys.stderr.write(at_a_terminal())
         return 2
     try:
         raw = sys.stdin.buffer.read()
@@ -306,13 +308,17 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     return status
 
 
-AT_A_TERMINAL: Final = (
-    "loopfuse hook: error: Claude Code, Codex, Gemini CLI and Qwen Code run this at each "
-    "tool call, with the call's event (JSON) on stdin; it is not typed at a terminal.\n"
-    "To install it: loopfuse init --agent claude-code|codex|gemini|qwen "
-    "(loopfuse hook --help says more)\n"
-)
-"""What ``loopfuse hook`` says, on stderr, when a person types it at a terminal."""
+def at_a_terminal() -> str:
+    """What ``loopfuse hook`` says, on stderr, when a person types it at a terminal (the
+    CLIs named from the registry)."""
+    titles = [agent_cli(name).title for name in AGENTS]
+    who = f"{', '.join(titles[:-1])} and {titles[-1]}" if len(titles) > 1 else titles[0]
+    return (
+        f"loopfuse hook: error: {who} run this at each tool call, with the call's event "
+        "(JSON) on stdin; it is not typed at a terminal.\n"
+        f"To install it: loopfuse init --agent {'|'.join(AGENTS)} "
+        "(loopfuse hook --help says more)\n"
+    )
 
 
 def _typed_at_a_terminal() -> bool:
@@ -724,7 +730,7 @@ def _on_loop(
         logged = f"session ended ({found.kind}, {count}x): {event.tool_name}"
         if not can_end_session(event.agent):
             action = "deny"
-            title = "Codex" if event.agent == "codex" else "Qwen Code"
+            title = agent_cli(event.agent).title
             logged = f"{logged.replace('session ended', 'call refused')}; {title} cannot be ended"
     return action, message, logged
 

@@ -17,16 +17,25 @@ Facts observed with Claude Code 2.1 (``../shared/agent-clis``) and in real trans
 (<ToolKind.WAIT: 'wait'>, <ToolKind.SHELL: 'shell'>)
 >>> HARNESS.still_running("BashOutput", "<status>running</status>\\n<stdout>..")
 True
+
+Its hooks (:data:`CLI`): the protocol it set (:mod:`~loopfuse.harness.json_hooks`), in
+``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR``) or a project's
+``.claude/settings.json``.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Final
 
 from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.installers import HooksMap
+from loopfuse.harness.json_hooks import JsonHooksCli
 
-__all__ = ["HARNESS", "exit_code"]
+__all__ = ["CLI", "HARNESS", "ClaudeCodeCli", "exit_code"]
 
 _EXIT: Final = re.compile(r"\AExit code (\d+)\b")
 
@@ -75,3 +84,60 @@ HARNESS: Final = Harness(
     failure_fields=("is_error",),
 )
 """Claude Code's tools and conventions."""
+
+
+class ClaudeCodeCli(JsonHooksCli):
+    """Claude Code's hooks: ``PreToolUse``, ``PostToolUse`` / ``PostToolUseFailure``
+    (the failure, its text starting ``Exit code N`` for a shell), ``UserPromptSubmit``
+    and ``PostToolBatch``, the end of a batch of parallel calls listing them: it runs a
+    turn's state-changing shell calls one after the other, hooks and all, so only this
+    event tells them from the calls of separate turns.
+
+    It ends a session on ``continue: false`` from ``PreToolUse`` (with the deny, or the
+    call runs once more) and from ``PostToolUse``, but ignores it in
+    ``PostToolUseFailure``.
+    """
+
+    name = "claude-code"
+    title = "Claude Code"
+    harness = HARNESS
+    before_events = ("PreToolUse",)
+    after_events = ("PostToolUse", "PostToolUseFailure")
+    turn_events = ("UserPromptSubmit",)
+    batch_events = ("PostToolBatch",)
+    end_after_events = ("PostToolUse",)
+    installer = HooksMap(
+        ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "PostToolBatch"),
+        untargeted=frozenset({"UserPromptSubmit", "PostToolBatch"}),
+    )
+
+    def answer(
+        self, event_name: str, payload: dict[str, object]
+    ) -> tuple[object, bool | None, int | None]:
+        """``error`` after a failure; a shell's ``stdout`` and ``stderr`` after a success."""
+        if event_name == "PostToolUseFailure":
+            text = payload.get("error")
+            text = text if isinstance(text, str) else json.dumps(text)
+            return text, True, exit_code(text)
+        response = payload.get("tool_response")
+        if isinstance(response, dict) and isinstance(response.get("stdout"), str):
+            parts = [response["stdout"], response.get("stderr")]
+            return "\n".join(p for p in parts if isinstance(p, str) and p), False, 0
+        return response, False, None
+
+    def probe_ids(self, session: str) -> dict[str, object]:
+        """Its call id."""
+        return {"tool_use_id": f"{session}-call"}
+
+    def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
+        """``.claude/settings.json`` in the project, else in ``$CLAUDE_CONFIG_DIR``
+        (default ``~/.claude``)."""
+        if project:
+            return cwd / ".claude" / "settings.json"
+        base = env.get("CLAUDE_CONFIG_DIR")
+        home = Path(env.get("HOME") or Path.home())
+        return (Path(base) if base else home / ".claude") / "settings.json"
+
+
+CLI: Final = ClaudeCodeCli()
+"""Claude Code's hook protocol."""

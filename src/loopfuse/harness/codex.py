@@ -25,16 +25,24 @@ Facts observed with Codex 0.169 (``../shared/agent-clis``) and in real rollouts:
 True
 >>> HARNESS.failed("exec_command", "Exit code: 2\\nWall time: 1 seconds\\nOutput:\\n")
 True
+
+Its hooks (:data:`CLI`): Claude Code's protocol (:mod:`~loopfuse.harness.json_hooks`), in
+``$CODEX_HOME/hooks.json`` only.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Final
 
+from loopfuse.errors import ConfigError
 from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.installers import HooksMap
+from loopfuse.harness.json_hooks import JsonHooksCli
 
-__all__ = ["HARNESS", "exit_code"]
+__all__ = ["CLI", "HARNESS", "CodexCli", "exit_code"]
 
 _READ, _WAIT, _SHELL, _EDITOR, _COSTLY, _OTHER = (
     ToolKind.READ, ToolKind.WAIT, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.COSTLY,
@@ -99,3 +107,53 @@ HARNESS: Final = Harness(
     failure_fields=("metadata.exit_code",),
 )
 """Codex CLI's tools and conventions."""
+
+
+class CodexCli(JsonHooksCli):
+    """Codex's hooks: ``PreToolUse``, ``PostToolUse`` (``tool_response`` one string, no
+    exit status: the detector judges), ``UserPromptSubmit``; its payloads carry a
+    ``turn_id``.
+
+    **A hook cannot end a Codex session**: ``continue: false`` with a deny makes it run
+    the command, so it is never sent. Codex runs a new hook only once the user trusts it.
+    """
+
+    name = "codex"
+    title = "Codex"
+    harness = HARNESS
+    before_events = ("PreToolUse",)
+    after_events = ("PostToolUse",)
+    turn_events = ("UserPromptSubmit",)
+    can_end_session = False
+    scopes = ("user",)  # Codex reads hooks from $CODEX_HOME/hooks.json only
+    installer = HooksMap(
+        ("PreToolUse", "PostToolUse", "UserPromptSubmit"),
+        untargeted=frozenset({"UserPromptSubmit"}),
+    )
+    after_install = (
+        "Codex runs a new hook only once you trust it: start `codex`, review its hooks and "
+        "trust the loopfuse entries; for `codex exec` in automation that vets its hooks, "
+        "add `--dangerously-bypass-hook-trust`."
+    )
+
+    def recognises(self, payload: dict[str, object]) -> bool:
+        """Its payloads carry a ``turn_id``."""
+        return "turn_id" in payload
+
+    def probe_ids(self, session: str) -> dict[str, object]:
+        """Its turn and call ids."""
+        return {"turn_id": session, "tool_use_id": f"{session}-call"}
+
+    def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
+        """``$CODEX_HOME/hooks.json`` (default ``~/.codex``); no project scope."""
+        if project:
+            raise ConfigError(
+                "Codex reads hooks from $CODEX_HOME/hooks.json only: run without --project"
+            )
+        base = env.get("CODEX_HOME")
+        home = Path(env.get("HOME") or Path.home())
+        return (Path(base) if base else home / ".codex") / "hooks.json"
+
+
+CLI: Final = CodexCli()
+"""Codex's hook protocol."""

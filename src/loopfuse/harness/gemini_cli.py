@@ -22,16 +22,25 @@ True
 True
 >>> HARNESS.unframed("run_shell_command", "Stdout: a\\nError: (none)\\nExit Code: 0\\n")
 'Stdout: a\\n'
+
+Its hooks (:data:`CLI`): Claude Code's protocol with its own event names and refusal
+(:mod:`~loopfuse.harness.json_hooks`), in ``~/.gemini/settings.json`` or a project's
+``.gemini/settings.json`` (comments allowed).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Final
 
+from loopfuse.harness.agent_cli import HookEvent
 from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.installers import HooksMap
+from loopfuse.harness.json_hooks import JsonHooksCli
 
-__all__ = ["HARNESS", "exit_code"]
+__all__ = ["CLI", "HARNESS", "GeminiCliHooks", "exit_code"]
 
 _READ, _SHELL, _EDITOR, _COSTLY, _OTHER = (
     ToolKind.READ, ToolKind.SHELL, ToolKind.EDITOR, ToolKind.COSTLY, ToolKind.OTHER,
@@ -103,3 +112,66 @@ HARNESS: Final = Harness(
     failure_fields=("status", "functionResponse.response.error"),
 )
 """Gemini CLI's tools and conventions."""
+
+
+class GeminiCliHooks(JsonHooksCli):
+    """Gemini CLI's hooks: ``BeforeTool``, ``AfterTool`` (``tool_response``
+    ``{llmContent, returnDisplay, error?}``; a shell's ``llmContent`` names the exit code
+    and a process group new on every call), ``BeforeAgent`` (the user's prompt).
+
+    A refusal is ``{"decision": "deny", "reason": ...}``; it honours ``continue: false``
+    from ``BeforeTool`` and ``AfterTool``. It reads its settings through
+    ``strip-json-comments``.
+    """
+
+    name = "gemini"
+    title = "Gemini CLI"
+    harness = HARNESS
+    before_events = ("BeforeTool",)
+    after_events = ("AfterTool",)
+    turn_events = ("BeforeAgent",)
+    end_after_events = ("AfterTool",)
+    installer = HooksMap(
+        ("BeforeTool", "AfterTool", "BeforeAgent"),
+        untargeted=frozenset({"BeforeAgent"}),
+        comments=True,
+    )
+
+    def recognises(self, payload: dict[str, object]) -> bool:
+        """Its tool events' names are its own."""
+        return payload.get("hook_event_name") in (*self.before_events, *self.after_events)
+
+    def answer(
+        self, event_name: str, payload: dict[str, object]
+    ) -> tuple[object, bool | None, int | None]:
+        """``llmContent`` without its volatile lines; failed when ``error`` is set or
+        the exit code is not 0."""
+        del event_name
+        response = payload.get("tool_response")
+        if not isinstance(response, dict):
+            return response, None, None
+        failure = response.get("error")
+        content = response.get("llmContent")
+        if isinstance(content, str):
+            code = exit_code(content)
+            text = HARNESS.without_volatile(content)
+            if failure not in (None, "", {}):
+                return text, True, code
+            return text, (code != 0) if code is not None else None, code
+        if failure not in (None, "", {}):
+            return failure, True, None
+        return content if content is not None else response.get("returnDisplay"), None, None
+
+    def refusal(self, event: HookEvent, reason: str) -> dict[str, object]:
+        """``{"decision": "deny", "reason": reason}``."""
+        del event
+        return {"decision": "deny", "reason": reason}
+
+    def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
+        """``.gemini/settings.json`` in the project or the home folder."""
+        home = Path(env.get("HOME") or Path.home())
+        return (cwd if project else home) / ".gemini" / "settings.json"
+
+
+CLI: Final = GeminiCliHooks()
+"""Gemini CLI's hook protocol."""

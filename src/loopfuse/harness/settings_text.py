@@ -1,7 +1,8 @@
 """A coding-agent CLI's JSON settings file, edited in place as text.
 
-``loopfuse init`` adds and removes its hook entries by splicing the text, never by
-writing the file out again from parsed values: every byte of the user's file that is
+``loopfuse init`` adds and removes its hook entries (through
+:class:`~loopfuse.harness.installers.HooksMap`) by splicing the text, never by writing the
+file out again from parsed values: every byte of the user's file that is
 not one of loopfuse's entries stays as it was written, numbers (``1e400``, ``1.50``),
 escapes (a lone ``\\ud800``), key order, spacing and, where the CLI accepts them (Gemini
 CLI reads its settings through ``strip-json-comments``), ``//`` and ``/* */`` comments.

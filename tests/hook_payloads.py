@@ -191,13 +191,13 @@ def claude_batch(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
 
 # --- OpenCode: the events of loopfuse's plugin (tests/recorded/agent-clis/opencode/) ----------
 
-OPENCODE_SESSION = "ses_db44ca9e7ffeRVKu39Rp4HiXUz"
+OPENCODE_SESSION = "ses_db43e92b8ffevG9qovRZJTHc2D"
 
 
 def _opencode_call(event: str, command: str, call: int) -> dict[str, Any]:
     return {
         "loopfuse": 1,
-        "event": event,
+        "hook_event_name": event,
         "sessionID": OPENCODE_SESSION,
         "callID": f"call_{call:020d}",
         "tool": "bash",

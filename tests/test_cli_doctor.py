@@ -18,6 +18,7 @@ import pytest
 
 from loopfuse.cli import doctor, init
 from loopfuse.cli.entry import main as entry
+from loopfuse.harness.agent_cli import AGENT_CLIS, agent_cli
 
 HOOK = f"{sys.executable} -m loopfuse"
 
@@ -82,8 +83,10 @@ def files(root: Path) -> dict[str, bytes]:
 def test_installed_nowhere_is_a_problem(machine: Machine) -> None:
     status, text = machine.doctor()
     assert status == 1
-    # claude-code, gemini and qwen twice (user, project), codex once
-    assert text.count("not installed") == 7
+    # each CLI's every scope (user, project; Codex: user only)
+    places = sum(len(agent_cli(name).scopes) for name in AGENT_CLIS)
+    assert places >= 9  # claude-code, gemini, qwen, opencode twice, codex once
+    assert text.count("not installed") == places
     assert "installed nowhere: loopfuse init --agent" in text
 
 

@@ -33,7 +33,7 @@ SESSION = "ses_1"
 
 def by_call(call: str, event: str) -> dict[str, Any]:
     """The recorded event ``event`` of the call ``call_…0N``."""
-    return next(e for e in EVENTS if e.get("callID", "").endswith(call) and e["event"] == event)
+    return next(e for e in EVENTS if e.get("callID", "").endswith(call) and e["hook_event_name"] == event)
 
 
 def test_the_tools_are_data() -> None:
@@ -46,7 +46,7 @@ def test_the_tools_are_data() -> None:
 
 
 def test_every_recorded_event_reads_as_its_phase_with_its_failure_and_exit() -> None:
-    read = [(e["event"], CLI.parse(e)) for e in EVENTS]
+    read = [(e["hook_event_name"], CLI.parse(e)) for e in EVENTS]
     phases = {name: {event.phase for n, event in read if n == name} for name, _ in read}
     assert phases == {
         "chat.message": {"turn"},
@@ -72,7 +72,7 @@ def test_every_recorded_event_reads_as_its_phase_with_its_failure_and_exit() -> 
 
 
 def test_a_refused_call_has_no_after_event_and_a_cut_output_no_volatile_path() -> None:
-    assert [e["event"] for e in EVENTS if e.get("callID", "").endswith("04")] == [
+    assert [e["hook_event_name"] for e in EVENTS if e.get("callID", "").endswith("04")] == [
         "tool.execute.before"
     ]
     cut = by_call("05", "tool.execute.after")
@@ -84,7 +84,7 @@ def test_a_refused_call_has_no_after_event_and_a_cut_output_no_volatile_path() -
 
 
 def test_a_prompt_is_a_new_run_and_a_message_opencode_wrote_is_not() -> None:
-    prompt = {"event": "chat.message", "sessionID": SESSION, "parts": [{"type": "text"}]}
+    prompt = {"hook_event_name": "chat.message", "sessionID": SESSION, "parts": [{"type": "text"}]}
     assert CLI.parse(prompt).phase == "turn"
     synthetic = {**prompt, "parts": [{"type": "text", "synthetic": True}]}
     with pytest.raises(NotAUserPrompt):
@@ -95,11 +95,11 @@ def test_a_prompt_is_a_new_run_and_a_message_opencode_wrote_is_not() -> None:
     "payload",
     [
         {},
-        {"event": "tool.execute.before"},
-        {"event": "session.idle", "sessionID": SESSION},
-        {"event": "tool.execute.before", "sessionID": SESSION},
-        {"event": "tool.execute.before", "sessionID": "", "tool": "bash"},
-        {"event": 3, "sessionID": SESSION, "tool": "bash"},
+        {"hook_event_name": "tool.execute.before"},
+        {"hook_event_name": "session.idle", "sessionID": SESSION},
+        {"hook_event_name": "tool.execute.before", "sessionID": SESSION},
+        {"hook_event_name": "tool.execute.before", "sessionID": "", "tool": "bash"},
+        {"hook_event_name": 3, "sessionID": SESSION, "tool": "bash"},
     ],
 )
 def test_what_is_not_an_event_of_the_plugin_is_a_payload_error(payload: dict[str, Any]) -> None:
@@ -178,14 +178,14 @@ class Hook:
         self.calls += 1
         self.now += 5
         ids = {"sessionID": SESSION, "callID": f"call_{self.calls}", "tool": tool, "args": args}
-        before = self({"event": "tool.execute.before", **ids})
+        before = self({"hook_event_name": "tool.execute.before", **ids})
         if before.get("action") in ("deny", "end"):
             return (before,)
         if "error" in answer:
-            return before, self({"event": "tool.execute.error", **ids, "error": answer["error"]})
+            return before, self({"hook_event_name": "tool.execute.error", **ids, "error": answer["error"]})
         metadata = {"exit": answer.get("exit")}
         after = self(
-            {"event": "tool.execute.after", **ids, "output": answer["output"], "metadata": metadata}
+            {"hook_event_name": "tool.execute.after", **ids, "output": answer["output"], "metadata": metadata}
         )
         return before, after
 
@@ -230,7 +230,7 @@ def test_a_user_prompt_starts_a_new_run(tmp_path: Path) -> None:
     hook = Hook(tmp_path)
     for _ in range(3):
         hook.call("bash", {"command": "make"}, output="no\n", exit=2)
-    hook({"event": "chat.message", "sessionID": SESSION, "parts": [{"type": "text"}]})
+    hook({"hook_event_name": "chat.message", "sessionID": SESSION, "parts": [{"type": "text"}]})
     assert hook.call("bash", {"command": "make"}, output="no\n", exit=2) == ({}, {})
 
 
@@ -282,13 +282,13 @@ HOOK_PY = textwrap.dedent(
     with open(os.environ["EVENTS"], "a") as out:
         out.write(json.dumps(event) + "\\n")
     text = json.dumps(event)
-    if event["event"] == "tool.execute.before" and "DENY" in text:
+    if event["hook_event_name"] == "tool.execute.before" and "DENY" in text:
         print(json.dumps({"action": "deny", "reason": "[loopfuse] no"}))
-    elif event["event"] == "tool.execute.before" and "END" in text:
+    elif event["hook_event_name"] == "tool.execute.before" and "END" in text:
         print(json.dumps({"action": "end", "reason": "[loopfuse] over"}))
-    elif event["event"] == "tool.execute.after" and "NOTE" in text:
+    elif event["hook_event_name"] == "tool.execute.after" and "NOTE" in text:
         print(json.dumps({"action": "note", "reason": "[loopfuse] careful"}))
-    elif event["event"] == "tool.execute.error":
+    elif event["hook_event_name"] == "tool.execute.error":
         print(json.dumps({"action": "note", "reason": "[loopfuse] failing"}))
     """
 )
@@ -325,7 +325,7 @@ def test_the_plugin_acts_on_each_answer(tmp_path: Path) -> None:
     assert got["failure"] == "File not found: x\n\n[loopfuse] failing"  # once, sent twice
     sent = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     # the refused call's failure is not reported: nothing ran
-    assert [(e["event"], e["callID"]) for e in sent] == [
+    assert [(e["hook_event_name"], e["callID"]) for e in sent] == [
         ("tool.execute.before", "c1"),
         ("tool.execute.before", "c2"),
         ("tool.execute.before", "c3"),
@@ -372,7 +372,7 @@ def test_a_stored_answer_is_what_the_model_read_with_the_hook_s_failure_flag() -
         after = [
             e
             for e in EVENTS
-            if e.get("callID") == part["callID"] and e["event"] != "tool.execute.before"
+            if e.get("callID") == part["callID"] and e["hook_event_name"] != "tool.execute.before"
         ]
         if after:
             assert CLI.parse(after[0]).error is read[part["callID"][-2:]][1]

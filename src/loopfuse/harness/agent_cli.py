@@ -66,6 +66,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "codex": "codex",
     "gemini": "gemini_cli",
     "qwen": "qwen_code",
+    "opencode": "opencode",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which
 exports ``CLI``), in the order the command line lists them."""

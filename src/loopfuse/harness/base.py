@@ -45,6 +45,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "codex",
     "gemini_cli",
     "qwen_code",
+    "opencode",
     "openhands",
     "swe_agent",
     "smolagents",

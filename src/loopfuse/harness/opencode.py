@@ -155,7 +155,7 @@ class OpenCode(AgentCli):
     """OpenCode as ``loopfuse hook``, ``init`` and ``doctor`` see it: the events of
     loopfuse's plugin (``opencode_plugin.js``), its answers, and where ``init`` writes it.
 
-    >>> event = CLI.parse({"event": "tool.execute.after", "sessionID": "ses_1",
+    >>> event = CLI.parse({"hook_event_name": "tool.execute.after", "sessionID": "ses_1",
     ...     "callID": "call_1", "tool": "bash", "args": {"command": "make"},
     ...     "output": "make: *** No rule\\n", "metadata": {"exit": 2}})
     >>> event.phase, event.error, event.exit_code
@@ -179,15 +179,15 @@ class OpenCode(AgentCli):
         return WholeFile(template.read_text(encoding="utf-8"), self.events)
 
     def parse(self, payload: dict[str, object]) -> HookEvent:
-        """Read one event of loopfuse's plugin: ``{"event", "sessionID", "callID", "tool",
+        """Read one event of loopfuse's plugin: ``{"hook_event_name", "sessionID", "callID", "tool",
         "args"}`` before a call; after it also ``output`` and ``metadata.exit`` (a
         ``bash`` call's exit status) or, for a call whose tool failed, ``error``; for the
-        user's prompt ``{"event": "chat.message", "sessionID", "parts": [{"type",
+        user's prompt ``{"hook_event_name": "chat.message", "sessionID", "parts": [{"type",
         "synthetic"}]}`` (a message of OpenCode's own making only, :class:`NotAUserPrompt`).
         """
-        event_name = payload.get("event")
+        event_name = payload.get("hook_event_name")
         if not isinstance(event_name, str):
-            raise HookPayloadError("the hook input has no event")
+            raise HookPayloadError("the hook input has no hook_event_name")
         phase = self.phase_of(event_name)
         session = payload.get("sessionID")
         if not isinstance(session, str) or not session:
@@ -249,7 +249,7 @@ class OpenCode(AgentCli):
         """A before-call event of the plugin's shape, for ``loopfuse doctor``."""
         return {
             "loopfuse": 1,
-            "event": BEFORE,
+            "hook_event_name": BEFORE,
             "sessionID": session,
             "callID": "loopfuse-doctor",
             "tool": PROBE_TOOL,

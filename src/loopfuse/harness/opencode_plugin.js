@@ -74,13 +74,13 @@ export const LoopfusePlugin = async ({ client }) => {
   return {
     "chat.message": async (input, output) => {
       const parts = (output.parts ?? []).map((p) => ({ type: p.type, synthetic: p.synthetic === true }))
-      const answer = await ask({ event: "chat.message", sessionID: input.sessionID, parts })
+      const answer = await ask({ hook_event_name: "chat.message", sessionID: input.sessionID, parts })
       if (answer.user) tell(answer.user)
     },
     "tool.execute.before": async (input, output) => {
       await failures
       const answer = await ask({
-        event: "tool.execute.before",
+        hook_event_name: "tool.execute.before",
         sessionID: input.sessionID,
         callID: input.callID,
         tool: input.tool,
@@ -95,7 +95,7 @@ export const LoopfusePlugin = async ({ client }) => {
     "tool.execute.after": async (input, output) => {
       const exit = output.metadata?.exit
       const answer = await ask({
-        event: "tool.execute.after",
+        hook_event_name: "tool.execute.after",
         sessionID: input.sessionID,
         callID: input.callID,
         tool: input.tool,
@@ -114,7 +114,7 @@ export const LoopfusePlugin = async ({ client }) => {
       if (part?.type !== "tool" || part.state?.status !== "error" || reported.has(part.callID)) return
       remember(part.callID)
       const failed = {
-        event: "tool.execute.error",
+        hook_event_name: "tool.execute.error",
         sessionID: part.sessionID,
         callID: part.callID,
         tool: part.tool,

@@ -18,6 +18,7 @@ Without the package these tests skip, saying how to install it (in CI they fail)
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from agent_model import (
 from loopfuse.cli.hook_state import SessionState, load
 from loopfuse.harness.opencode import CLI
 from opencode_cli import (
+    OPENCODE,
     READ,
     OpenCodeModel,
     Run,
@@ -175,7 +177,13 @@ def test_a_looping_model_is_told_then_refused_with_the_reason(home: Home) -> Non
     assert sum("call refused" in line for line in logged) == turns - NOTED_AT
     recorded, answers = calls_and_answers(done.session())
     assert len(recorded) == turns
-    assert len(answers) == NOTED_AT
+    assert len(answers) == NOTED_AT  # a refused call has none
+    # The session OpenCode kept (its database), read by scan: the same calls, the loop.
+    scanned = loopfuse(home, "scan", "--agent", "opencode", "--format", "json", "--no-progress")
+    assert scanned.returncode == 1, scanned.stderr
+    [run] = json.loads(scanned.stdout)["files"]
+    assert (run["meta"]["agent"], run["tool_calls"]) == ("opencode", turns)
+    assert run["findings"]
 
 
 @pytest.mark.slow
@@ -293,3 +301,33 @@ def test_a_hook_that_cannot_answer_lets_every_call_run(home: Home, command: list
     assert run.returncode == 0, run.stderr[-3000:]
     assert len(model.turns) == turns + 1
     assert (home.workspace / "attempts.log").read_text().count("attempt") == turns
+
+
+@pytest.mark.slow
+def test_the_session_reads_alike_from_its_database_and_from_opencode_export(home: Home) -> None:
+    """``loopfuse scan`` reads what OpenCode kept, as the model saw it: its database and
+    ``opencode export`` of the session give the same calls, the same loop."""
+    turns = 6
+    done = guarded(home, same_command(FAILING, turns))
+    session = json.loads(done.run.stdout.splitlines()[0])["sessionID"]
+    exported = subprocess.run(
+        [str(OPENCODE), "export", session],
+        cwd=home.workspace,
+        env=environment(home, "http://127.0.0.1:9"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    export = home.root / "export.json"
+    export.write_text(exported.stdout, encoding="utf-8")
+    keys = ("requests", "tool_calls", "findings")
+    read = []
+    for where in (["--agent", "opencode"], [str(export)]):
+        scanned = loopfuse(home, "scan", *where, "--format", "json", "--no-progress")
+        assert scanned.returncode == 1, scanned.stderr
+        [run] = json.loads(scanned.stdout)["files"]
+        assert run["meta"]["session"] == session
+        read.append([run[key] for key in keys])
+    assert read[0] == read[1]
+    assert read[0][1] == turns

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopfuse.harness.agent_cli import PROBE_TOOL, HookPayloadError, NotAUserPrompt, agent_cli
-from loopfuse.harness.installers import InstallError
 
+from loopfuse.cli.agent_sessions import AgentSession, read_runs
 from loopfuse.cli.hook import handle
 from loopfuse.harness import ToolKind
+from loopfuse.harness.agent_cli import PROBE_TOOL, HookPayloadError, NotAUserPrompt, agent_cli
+from loopfuse.harness.installers import InstallError
 from loopfuse.harness.opencode import CLI, HARNESS, stored_answer
 
 RECORDED = Path(__file__).parent / "recorded" / "agent-clis" / "opencode"
@@ -33,7 +34,9 @@ SESSION = "ses_1"
 
 def by_call(call: str, event: str) -> dict[str, Any]:
     """The recorded event ``event`` of the call ``call_…0N``."""
-    return next(e for e in EVENTS if e.get("callID", "").endswith(call) and e["hook_event_name"] == event)
+    return next(
+        e for e in EVENTS if e.get("callID", "").endswith(call) and e["hook_event_name"] == event
+    )
 
 
 def test_the_tools_are_data() -> None:
@@ -182,10 +185,17 @@ class Hook:
         if before.get("action") in ("deny", "end"):
             return (before,)
         if "error" in answer:
-            return before, self({"hook_event_name": "tool.execute.error", **ids, "error": answer["error"]})
+            return before, self(
+                {"hook_event_name": "tool.execute.error", **ids, "error": answer["error"]}
+            )
         metadata = {"exit": answer.get("exit")}
         after = self(
-            {"hook_event_name": "tool.execute.after", **ids, "output": answer["output"], "metadata": metadata}
+            {
+                "hook_event_name": "tool.execute.after",
+                **ids,
+                "output": answer["output"],
+                "metadata": metadata,
+            }
         )
         return before, after
 
@@ -376,3 +386,34 @@ def test_a_stored_answer_is_what_the_model_read_with_the_hook_s_failure_flag() -
         ]
         if after:
             assert CLI.parse(after[0]).error is read[part["callID"][-2:]][1]
+
+
+def test_scan_reads_the_recorded_session_as_the_model_read_it_with_the_hook_s_flags() -> None:
+    """A session OpenCode 1.18.33 kept (``opencode export``): each answer the model read,
+    a command that exited non-zero flagged as failed (as ``loopfuse hook`` judges it), a
+    success flagged as one, the path of a cut output's full text (new at every call)
+    left out."""
+    path = RECORDED / "plugin-session-export.json"
+    size = path.stat().st_size
+    session = AgentSession(str(path), "opencode", size, lambda: path.open("rb"), whole=True)
+    [run], problems = read_runs(session)
+    assert problems == []
+    results = {
+        block["tool_use_id"][-2:]: block
+        for message in run.body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "tool_result"
+    }
+    flags = {call: block.get("is_error") for call, block in results.items()}
+    assert flags == {
+        "01": False,
+        "02": True,  # cat missing.txt: exit 1
+        "03": True,  # read threw
+        "04": True,  # refused
+        "05": False,
+        "06": True,  # exit 3
+        "07": True,
+        "08": False,
+    }
+    assert "Full output saved to" not in results["05"]["content"]

@@ -40,9 +40,8 @@ import json
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from loopfuse.harness.agent_cli import (
     PROBE_TOOL,
@@ -53,7 +52,9 @@ from loopfuse.harness.agent_cli import (
     NotAUserPrompt,
 )
 from loopfuse.harness.base import Harness, Tool, ToolKind
-from loopfuse.harness.installers import WholeFile
+
+if TYPE_CHECKING:
+    from loopfuse.harness.installers import WholeFile
 
 __all__ = ["CLI", "HARNESS", "PLUGIN_FILE", "OpenCode", "stored_answer"]
 
@@ -143,10 +144,10 @@ reads it from the call's part, see the module docstring)."""
 PROMPT: Final = "chat.message"
 
 SDK_INSTALL: Final = (
-    "OpenCode installs its plugin SDK (@opencode-ai/plugin, from the npm registry) into "
-    "the folder above the plugins folder at its next start, unless it is there already "
-    "(a start that takes some seconds longer, once); without the registry, every start "
-    "waits for that install to fail (over a minute). loopfuse's plugin needs nothing of it."
+    "OpenCode installs its plugin SDK (@opencode-ai/plugin, from the npm registry) into the "
+    "folder that holds plugins/ at its next start, unless that folder has it already: once, "
+    "a start some seconds slower. Offline, every start waits for that install to fail (over "
+    "a minute). loopfuse's plugin itself needs nothing of it."
 )
 """What ``loopfuse init`` tells the user once the plugin is written."""
 
@@ -174,17 +175,22 @@ class OpenCode(AgentCli):
 
     @cached_property
     def installer(self) -> WholeFile:  # type: ignore[override]  # read on first use
-        """The plugin file, written whole from the template (package data)."""
+        """The plugin file, written whole from the template (package data); read on
+        first use (a hook never needs it)."""
+        from importlib import resources
+
+        from loopfuse.harness.installers import WholeFile
+
         template = resources.files("loopfuse.harness").joinpath("opencode_plugin.js")
         return WholeFile(template.read_text(encoding="utf-8"), self.events)
 
     def parse(self, payload: dict[str, object]) -> HookEvent:
-        """Read one event of loopfuse's plugin: ``{"hook_event_name", "sessionID", "callID", "tool",
-        "args"}`` before a call; after it also ``output`` and ``metadata.exit`` (a
-        ``bash`` call's exit status) or, for a call whose tool failed, ``error``; for the
-        user's prompt ``{"hook_event_name": "chat.message", "sessionID", "parts": [{"type",
-        "synthetic"}]}`` (a message of OpenCode's own making only, :class:`NotAUserPrompt`).
-        """
+        """Read one event of loopfuse's plugin: ``{"hook_event_name", "sessionID",
+        "callID", "tool", "args"}`` before a call; after it also ``output`` and
+        ``metadata.exit`` (a ``bash`` call's exit status) or, for a call whose tool
+        failed, ``error``; for the user's prompt ``{"hook_event_name": "chat.message",
+        "sessionID", "parts": [{"type", "synthetic"}]}`` (:class:`NotAUserPrompt` when
+        every part is OpenCode's own making)."""
         event_name = payload.get("hook_event_name")
         if not isinstance(event_name, str):
             raise HookPayloadError("the hook input has no hook_event_name")

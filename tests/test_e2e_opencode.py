@@ -281,6 +281,9 @@ def test_a_broken_state_directory_fails_open(home: Home) -> None:
     assert done.attempts() == turns
     assert len(done.model.turns) == turns + 1
     assert not any("loopfuse" in text for r in done.model.requests for text in strings(r.body))
+    told = [line for line in done.run.stderr.splitlines() if line.startswith("loopfuse hook: ")]
+    assert len(told) == 1 + 2 * turns  # each hook said why: the prompt, each call twice
+    assert all("not a folder; the call is allowed, unguarded" in line for line in told)
 
 
 @pytest.mark.slow

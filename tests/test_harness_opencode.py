@@ -251,7 +251,7 @@ HARNESS_JS = textwrap.dedent(
     """
     import { LoopfusePlugin } from "./loopfuse.js"
     const aborted = []
-    const client = {
+    const client = process.env.BARE ? {} : {
       session: { abort: async ({ path }) => { aborted.push(path.id) } },
       tui: { showToast: async () => {} },
       app: { log: async () => {} },
@@ -300,11 +300,14 @@ HOOK_PY = textwrap.dedent(
         print(json.dumps({"action": "note", "reason": "[loopfuse] careful"}))
     elif event["hook_event_name"] == "tool.execute.error":
         print(json.dumps({"action": "note", "reason": "[loopfuse] failing"}))
+    elif os.environ.get("ANSWER"):
+        print(os.environ["ANSWER"])
+        sys.stderr.write("a problem the user must see")
     """
 )
 
 
-def run_plugin(tmp_path: Path, command: list[str]) -> dict[str, Any]:
+def run_plugin(tmp_path: Path, command: list[str], **env: str) -> dict[str, Any]:
     assert NODE is not None
     plugin = CLI.installer.render(shlex.join(command))
     (tmp_path / "loopfuse.js").write_text(plugin, encoding="utf-8")
@@ -312,7 +315,7 @@ def run_plugin(tmp_path: Path, command: list[str]) -> dict[str, Any]:
     done = subprocess.run(
         [NODE, str(tmp_path / "run.mjs")],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "EVENTS": str(tmp_path / "events.jsonl")},
+        env={"PATH": "/usr/bin:/bin", "EVENTS": str(tmp_path / "events.jsonl"), **env},
         capture_output=True,
         text=True,
         timeout=60,
@@ -417,3 +420,18 @@ def test_scan_reads_the_recorded_session_as_the_model_read_it_with_the_hook_s_fl
         "08": False,
     }
     assert "Full output saved to" not in results["05"]["content"]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("answer", ["null", "[1]", '"deny"', '{"action": "allow"}'])
+def test_the_plugin_never_fails_a_call_it_was_not_told_to_refuse(
+    tmp_path: Path, answer: str
+) -> None:
+    """An OpenCode whose client lacks what the plugin calls (toast, log, abort), a hook
+    answering JSON that is not an answer, and a problem on stderr: the calls run; the
+    refusals it was told still refuse (an end without abort: a refusal)."""
+    (tmp_path / "hook.py").write_text(HOOK_PY, encoding="utf-8")
+    got = run_plugin(tmp_path, [sys.executable, str(tmp_path / "hook.py")], BARE="1", ANSWER=answer)
+    assert got["allowed"] == "ran"
+    assert (got["denied"], got["ended"]) == ("refused: [loopfuse] no", "refused: [loopfuse] over")
+    assert got["aborted"] == []

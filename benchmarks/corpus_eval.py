@@ -19,11 +19,12 @@ sends after the tool results of one assistant turn — is judged as a proxy woul
 it (``scan`` of that request; computed in one pass with :class:`loopfuse.detector.Replay`,
 which gives the same verdicts); the first step whose verdict is not ``ok`` is the flag.
 Each mode of the integrations' guard is replayed from the same verdicts: ``refuse`` stops
-the first loop; ``warn`` notes a loop the first time and stops it when the same loop
-(kind and signature) comes back. Reported per mode and configuration: resolved runs
-stopped (split: ended on their own, or on a budget: ``exit_cost``, ``max_steps``,
-``max_iterations``), failed runs stopped, and the tool calls of failed runs that come
-after the stop (what stopping would have saved).
+the first loop; ``warn`` notes a loop the first time and stops the run at the next
+request that still loops in any way, or whose calls failed again as the noted loop's
+did. Reported per mode and configuration: resolved runs stopped (split: ended on their
+own, or on a budget: ``exit_cost``, ``max_steps``, ``max_iterations``), failed runs
+stopped, and the tool calls of failed runs that come after the stop (what stopping
+would have saved).
 
 ``--signals`` measures each signal alone over a range of thresholds; ``--lopo`` chooses
 every threshold on all pools but one — the *safe edge* (the most aggressive value that
@@ -164,20 +165,32 @@ def _trajectory(name: str, pool: str, data: dict[str, Any]) -> Trajectory:
 
 Flag = tuple[int, str]  # (the step stopped at, the kind of the signal that stopped it)
 Verdicts = list[tuple[int, str, str]]  # every step whose verdict is not ok: (step, kind, signature)
+# ... and, after the first, every step whose newest calls failed again the way the calls
+# of that first loop did, as (step, kind, "again"): what ``warn`` reads as its note ignored.
+AGAIN = "again"
 MODES = ("refuse", "warn")
 
 
 def verdicts_of(t: Trajectory, detector: LoopDetector) -> Verdicts:
-    """Every request of the run whose verdict is not ``ok``, in order (one replay)."""
+    """Every request of the run whose verdict is not ok, in order (one replay), and after
+    the first one the requests whose calls failed as the first loop's did."""
     walk = Replay(detector.settings)
     steps = set(t.steps)
     found: Verdicts = []
+    noted: str | None = None  # the failure the first loop's calls got
     for k, message in enumerate(t.messages):
         walk.add(message, k)
         if k in steps:
             verdict = walk.verdict()
             if not verdict.ok:
+                if not found:
+                    failure = verdict.failure
+                    noted = None if failure is None else failure.name
                 found.append((k, verdict.kind or "?", verdict.signature or ""))
+            elif noted is not None:
+                failure = verdict.failure
+                if failure is not None and failure.name == noted:
+                    found.append((k, found[0][1], AGAIN))
     return found
 
 
@@ -185,11 +198,11 @@ def stop_of(verdicts: Verdicts, mode: str) -> Flag | None:
     """Where a guard in ``mode`` stops the run, given its verdicts.
 
     ``refuse`` stops the first loop; ``warn`` notes the first loop and stops the run at
-    the next one, whatever its kind and signature: a run still looping in any way after
-    its note ignored it (issue 27; the integrations' ``Guard`` and ``loopfuse hook`` do
-    the same within their ``warn_window``, which a replay without times does not have);
-    ``note`` never stops. The replay cannot know what the agent would have done with a
-    note, so it assumes it went on as it did.
+    the next request that still loops, whatever its kind and signature, or whose calls
+    failed again the way the noted loop's calls did: either ignored the note (issue 27;
+    the integrations' ``Guard`` does the same within its ``warn_window``, which a replay
+    without times does not have); ``note`` never stops. The replay cannot know what the
+    agent would have done with a note, so it assumes it went on as it did.
     """
     if mode == "refuse":
         return (verdicts[0][0], verdicts[0][1]) if verdicts else None

@@ -450,3 +450,86 @@ def example_of(schema: Any) -> Any:
     if kind == "BOOLEAN":
         return False
     return "A simple request."
+
+
+# --- Claude Code calling any tool (issue 27 §2: its background commands and their polls) ----
+
+ClaudeCalls = Callable[[int, Any], list[tuple[str, dict[str, Any]]]]
+"""The tool calls Claude Code's model makes in a turn, given the turn and the request's
+body: ``(tool name, input)`` each (parallel when several); none ends the run."""
+
+OUTPUT_FILE = re.compile(r"Output is being written to: (\S+?\.output)")
+
+
+def start_then_read_output(command: str, polls: int) -> ClaudeCalls:
+    """Claude Code 2.1.3xx: start ``command`` in the background (``Bash`` with
+    ``run_in_background``), then read its output file ``polls`` times (``Read`` of the
+    path the start's answer names, as Claude Code tells the model to), then answer."""
+
+    def calls(turn: int, body: Any) -> list[tuple[str, dict[str, Any]]]:
+        if turn == 0:
+            start = {"command": command, "description": "Build", "run_in_background": True}
+            return [("Bash", start)]
+        found = OUTPUT_FILE.findall(" ".join(strings(body)))
+        if found and turn <= polls:
+            return [("Read", {"file_path": found[-1]})]
+        return []
+
+    return calls
+
+
+@dataclass
+class ClaudeToolModel(FakeModel):
+    """:class:`FakeModel` whose Claude Code turns call any tool: ``calls(turn, body)``
+    says which (the other CLIs are served as by :class:`FakeModel`)."""
+
+    calls: ClaudeCalls = lambda turn, body: []
+
+    def anthropic(self, path: str, body: Any) -> tuple[int, str, bytes]:
+        if not offers_tool(body, SHELL_TOOLS["claude"][0]):
+            return super().anthropic(path, body)  # not the agent's turn: recorded there
+        with self._lock:
+            turn = self._turns
+            self._turns += 1
+        self.record(path, body, turn)
+        blocks: list[dict[str, Any]] = [
+            {"type": "tool_use", "id": f"toolu_{self.next_id():024d}", "name": n, "input": i}
+            for n, i in (self.calls(turn, body) if turn < self.most_turns else [])
+        ] or [{"type": "text", "text": FINAL_TEXT}]
+        stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
+        message = {
+            "id": f"msg_{self.next_id():024d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "claude") if isinstance(body, dict) else "claude",
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        }
+        if not (isinstance(body, dict) and body.get("stream")):
+            return 200, "application/json", json.dumps(message).encode()
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"message": {**message, "content": [], "stop_reason": None}})
+        ]
+        for index, block in enumerate(blocks):
+            if block["type"] == "tool_use":
+                start = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            else:
+                start = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": block["text"]}
+            events += [
+                ("content_block_start", {"index": index, "content_block": start}),
+                ("content_block_delta", {"index": index, "delta": delta}),
+                ("content_block_stop", {"index": index}),
+            ]
+        events += [
+            ("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}}),
+            ("message_stop", {}),
+        ]
+        stream = "".join(
+            f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+            for kind, data in events
+        )
+        return 200, "text/event-stream", stream.encode()

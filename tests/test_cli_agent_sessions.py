@@ -25,10 +25,13 @@ from agent_transcripts import (
     qwen_session,
     write_lines,
 )
+from hook_payloads import claude_failure, claude_post, claude_pre
 from hostile import json_values
+from loopfuse import GuardSettings
 from loopfuse.cli.agent_sessions import AGENTS, AgentSession, agent_of, read_runs, sessions_folder
 from loopfuse.cli.config import Settings
 from loopfuse.cli.decisions import scan_file
+from loopfuse.cli.hook import handle
 from loopfuse.cli.main import main
 from loopfuse.cli.readers import InputError, read_bytes
 from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
@@ -645,6 +648,75 @@ def test_calls_are_judged_as_the_hook_judges_them(
     assert findings
     assert hook is not None
     assert hook <= findings[0]["first"] <= hook + 1
+
+
+_MISSING = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/report/run.py", line 3, in <module>\n'
+    "    import tablib\n"
+    "ModuleNotFoundError: No module named 'tablib'"
+)
+_NOTED = [Turn("python run.py", _MISSING)] * 3
+_READ = Turn("sed -n 1,5p run.py", "import csv\nimport tablib\n", failed=False)
+_NEXT = Turn("pip install tablib", "Successfully installed tablib-3.5.0", failed=False)
+
+
+def hook_decides(root: Path, turns: list[Turn], mode: str) -> list[str]:
+    """What the real ``loopfuse hook`` (Claude Code's payloads, ``--mode mode``) does with
+    each turn's call: ``note`` (it ran, and the note came with its answer), ``refuse``
+    (it did not run) or ``forward``."""
+    now = [1_800_000_000.0]
+
+    def clock() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    def hook(payload: dict[str, Any]) -> dict[str, Any]:
+        output, _ = handle(
+            json.dumps(payload).encode(), ["--state-dir", str(root), "--mode", mode], {}, clock
+        )
+        return json.loads(output) if output else {}
+
+    decided = []
+    for k, turn in enumerate(turns):
+        before = hook(claude_pre(turn.command, f"toolu_{k}"))
+        if before.get("hookSpecificOutput", {}).get("permissionDecision") == "deny":
+            decided.append("refuse")
+            continue
+        post = claude_failure if turn.failed else claude_post
+        after = hook(post(turn.command, f"toolu_{k}", turn.answer))
+        decided.append(
+            "note" if after.get("hookSpecificOutput", {}).get("additionalContext") else "forward"
+        )
+    return decided
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        [*_NOTED, _READ, Turn("python run.py -v", "report: 12 rows\n" + _MISSING), _NEXT],
+        [*_NOTED, _READ, Turn("python run.py -v", "AssertionError: 12 != 11"), _NEXT],
+        [*_NOTED, Turn("python run.py --retry", "starting\n" + _MISSING), _NEXT, _NEXT],
+    ],
+    ids=["failed-again", "failed-otherwise", "failed-again-at-once"],
+)
+def test_warn_decides_as_the_hook_decides_after_a_note(tmp_path: Path, turns: list[Turn]) -> None:
+    """``scan --mode warn`` and the live hook on one Claude Code session: the same note
+    and the same refusal of the note ignored, the noted failure again (issue 27) too.
+    The scan decides on the request *after* a turn's answer (its position: the turn
+    that request produced); the hook notes with the turn's answer, and refuses the next
+    turn's call before it runs, which is that same request's."""
+    path = claude_file(tmp_path, turns)
+    settings = Settings(guard=GuardSettings(mode="warn"))
+    ((result,), _) = scan_file(read_bytes(str(path), path.read_bytes(), log=True), settings)
+    scanned = {step.position: step.action for step in result.steps}
+    hook = hook_decides(tmp_path / "state", turns, "warn")
+    # A note given with turn k's answer is the scan's at k + 1; a refused call is the
+    # scan's refusal at its own turn.
+    noted = [k + 2 for k, action in enumerate(hook) if action == "note"]
+    refused = [k + 1 for k, action in enumerate(hook) if action == "refuse"]
+    assert noted == [p for p, action in scanned.items() if action == "note"]
+    assert refused == [p for p, action in scanned.items() if action == "refuse" and p <= len(turns)]
 
 
 def test_a_fifo_named_like_a_transcript_is_not_opened(

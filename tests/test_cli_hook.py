@@ -987,3 +987,109 @@ def test_warn_refuses_a_session_that_goes_on_looping_in_another_shape(hook: Hook
         seen.append("noted" if _note(after) else "ran")
     assert seen.count("noted") == 1, seen
     assert "refused" in seen[seen.index("noted") + 1 :], seen
+
+
+# --- warn: the noted failure again (issue 27) --------------------------------------------
+
+_MISSING = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/report/run.py", line 3, in <module>\n'
+    "    import tablib\n"
+    "ModuleNotFoundError: No module named 'tablib'"
+)
+_NOTED = [("python run.py", _MISSING, True)] * 3  # the same failing call: noted at the third
+_READ = ("sed -n 1,5p run.py", "import csv\nimport tablib\n", False)
+_NEXT = ("pip install tablib", "Successfully installed tablib-3.5.0", False)
+
+
+def _steps(hook: Hook, steps: list[tuple[str, str, bool]], *flags: str) -> list[str]:
+    """Each Claude Code Bash call of ``steps`` (command, answer, failed) through the
+    hook: ``ran``, ``noted``, or the reason it was refused."""
+    seen = []
+    for i, (command, answer, failed) in enumerate(steps):
+        before = hook.answer(claude_pre(command, f"toolu_{i}"), *flags)
+        reason = _deny_reason(before)
+        if reason is not None:
+            seen.append(reason)
+            continue
+        post = claude_failure if failed else claude_post
+        after = hook.answer(post(command, f"toolu_{i}", answer), *flags)
+        seen.append("noted" if _note(after) else "ran")
+    return seen
+
+
+def test_warn_refuses_the_call_after_a_call_that_failed_again_the_way_its_note_said(
+    hook: Hook,
+) -> None:
+    """Noted for a call failing again and again, the agent reads a file, then runs a
+    variant of the call, which fails the very same way (the same error line, other
+    output before it). No signal counts to its threshold again, but the failure the
+    note came with is back: the note was ignored, so the next call is refused, as the
+    integrations' Guard refuses the request that call would have come from."""
+    varied = ("python run.py -v", "report: verbose on, 12 rows\n" + _MISSING, True)
+    *ran, reason = _steps(hook, [*_NOTED, _READ, varied, _NEXT])
+    assert ran == ["ran", "ran", "noted", "ran", "ran"]
+    assert reason.startswith("[loopfuse] Loop detected: your call to `Bash` failed again")
+    assert "(`ModuleNotFoundError: No module named 'tablib'`)" in reason
+    assert "This call was refused: it did not run." in reason
+    assert "went on after loopfuse's note" in reason
+    assert "call refused (repeat, 4x): Bash" in hook.log()  # the noted loop, one more
+    # In note mode it is never refused; in refuse mode the loop was refused at once.
+    noting = Hook(hook.root.parent / "note", "--mode", "note")
+    assert _steps(noting, [*_NOTED, _READ, varied, _NEXT])[-1] == "ran"
+    refusing = Hook(hook.root.parent / "refuse", "--mode", "refuse")
+    *ran, refused = _steps(refusing, _NOTED)
+    assert (ran, refused[:10]) == (["ran", "ran"], "[loopfuse]")
+
+
+def test_warn_refuses_a_failure_again_only_once_the_noted_one_is_known(hook: Hook) -> None:
+    """The noted batch's own answers name the failure; the call right after the note is
+    the agent's answer to it, not a failure again (its answers are read next)."""
+    again = ("python run.py --retry", "starting\n" + _MISSING, True)
+    seen = _steps(hook, [*_NOTED, again, _NEXT, _NEXT])
+    assert seen[:4] == ["ran", "ran", "noted", "ran"]
+    assert "failed again the same way" in seen[4]
+    assert seen[5] == "ran"  # the refused call has no answer: nothing failed again since
+
+
+def test_warn_lets_a_session_on_when_its_calls_fail_another_way_after_the_note(
+    tmp_path: Path,
+) -> None:
+    """What a heeded note looks like: the next failure is another one (a test that now
+    runs and fails on an assertion), or shares with the noted one only the exit status.
+    A new prompt from the user, or the note's window passing, forgets the noted failure."""
+    assertion = ("python run.py", "AssertionError: expected 12 rows, got 11", True)
+    status = ("python run.py --out x", "wrote 0 rows to out.csv", True)
+    for other in (assertion, status):
+        hook = Hook(tmp_path / str(len(other[0])))
+        assert _steps(hook, [*_NOTED, _READ, other, _NEXT])[-1] == "ran"
+    varied = ("python run.py -v", "report: verbose on\n" + _MISSING, True)
+    hook = Hook(tmp_path / "prompt")
+    _steps(hook, _NOTED)
+    hook.answer(prompt(CLAUDE_COMMON, "UserPromptSubmit"))
+    assert _steps(hook, [_READ, varied, _NEXT])[-1] == "ran"
+    hook = Hook(tmp_path / "window")
+    _steps(hook, [*_NOTED, _READ, varied])
+    hook.now += 601.0  # the note is forgotten, and its failure with it
+    assert _steps(hook, [_NEXT])[-1] == "ran"
+
+
+def test_the_noted_failure_kept_is_small_and_a_damaged_one_is_a_fresh_start(
+    hook: Hook,
+) -> None:
+    """One noted failure per session: the loop, its count, when, and a 32-digit name."""
+    _steps(hook, [*_NOTED, _READ])
+    path = _only_session(hook.root)
+    kept = hook_state.load(path).failure
+    assert kept is not None
+    assert set(kept) == {"batch", "loop", "count", "at", "name"}
+    assert str(kept["loop"]).startswith("repeat:")
+    assert len(str(kept["name"])) == 32
+    assert len(json.dumps(kept)) < 200
+    data = json.loads(Path(path).read_text())
+    for damaged in ({**kept, "name": "not a name"}, {**kept, "at": "x"}, [1], {"batch": 1}):
+        Path(path).write_text(json.dumps({**data, "failure": damaged}))
+        assert hook_state.load(path).events == []  # a fresh start
+    del data["failure"]  # a state file of the release before: read as it is
+    Path(path).write_text(json.dumps(data))
+    assert hook_state.load(path).events == data["events"]

@@ -497,3 +497,70 @@ def test_a_system_message_mid_conversation_ends_the_run() -> None:
     assert scan(body).ok
     body["messages"] += openai_chat([cd_failing(10)] * 3)["messages"][1:]
     assert not scan(body).ok
+
+
+def _failure(steps: list[Step]) -> Any:
+    """The failure ``scan`` names for the final batch of a conversation of ``steps``."""
+    return scan(openai_chat([("user", "fix the bug"), *steps])).failure
+
+
+_IMPORT_FAILS = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/app/check.py", line {line}, in <module>\n'
+    "ModuleNotFoundError: No module named 'fastjson'\n"
+    "[exit code 1]"
+)
+
+
+def test_the_verdict_names_the_failure_its_final_batch_got_whatever_else_it_said(
+    build: Any,
+) -> None:
+    """Two batches fail the same way when their error lines are the same, normalised,
+    whatever else the answers hold (the output before the traceback, a line number that
+    drifts); in every dialect, on an ok verdict and on a loop alike."""
+    first = call("bash", {"command": "python check.py"}, _IMPORT_FAILS.format(line=3))
+    noisy = "check: 3 files found\n" + _IMPORT_FAILS.format(line=4)
+    second = call("bash", {"command": "python check.py -v"}, noisy)
+    one, other = (scan(build([("user", "fix it"), step])).failure for step in (first, second))
+    assert one is not None
+    assert other is not None
+    assert one.name == other.name
+    assert one.tools == ("bash",)
+    assert one.line == "ModuleNotFoundError: No module named 'fastjson'"
+    looped = scan(build([("user", "fix it"), first, first, first]))
+    assert looped.kind == "repeat"
+    assert looped.failure == one
+    assert scan(build([("user", "fix it"), EDIT])).failure is None  # not an error
+    assert scan(build([("user", "fix it"), first, ("prose", "Done.")])).failure is None
+
+
+def test_an_exit_status_alone_names_no_failure() -> None:
+    """Every failing command of a harness ends on its exit status: two answers that share
+    only that line failed in different ways; without any other error line the whole
+    normalised answer names the failure (so the same answer again is the same failure)."""
+    status = [
+        "[exit code 1]",
+        "[Command finished with exit code 1]",
+        "<returncode>1</returncode>",
+        "Process exited with code 1",
+    ]
+    for line in status:
+        first = _failure([call("bash", {"command": "make a"}, f"no rule for a\n{line}")])
+        second = _failure([call("bash", {"command": "make b"}, f"no rule for b\n{line}")])
+        again = _failure([call("bash", {"command": "make c"}, f"no rule for a\n{line}")])
+        assert first is not None, line
+        assert second is not None, line
+        assert again is not None, line
+        assert first.name != second.name, line
+        assert first.name == again.name, line
+        assert first.line is None, line
+
+
+def test_the_tools_are_part_of_the_failure() -> None:
+    answer = _IMPORT_FAILS.format(line=3)
+    shell = _failure([call("bash", {"command": "python check.py"}, answer)])
+    runner = _failure([call("run_python", {"file": "check.py"}, answer)])
+    assert shell is not None
+    assert runner is not None
+    assert shell.name != runner.name
+    assert _failure([]) is None  # no batch at all

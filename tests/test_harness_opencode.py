@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from loopfuse.cli.agent_sessions import AgentSession, read_runs
+from loopfuse.cli.agent_sessions import read_runs
 from loopfuse.cli.hook import handle
 from loopfuse.harness import ToolKind
 from loopfuse.harness.agent_cli import PROBE_TOOL, HookPayloadError, NotAUserPrompt, agent_cli
 from loopfuse.harness.installers import InstallError
 from loopfuse.harness.opencode import CLI, HARNESS, stored_answer
+from loopfuse.harness.transcripts import AgentSession
 
 RECORDED = Path(__file__).parent / "recorded" / "agent-clis" / "opencode"
 EVENTS = [

@@ -102,3 +102,97 @@ def test_the_old_vocabulary_module_still_reads_with_a_warning() -> None:
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
     with pytest.raises(AttributeError):
         old.NOTHING  # noqa: B018
+
+
+GENERIC_INTERFACE = {"loopfuse.harness", "loopfuse.harness.base", "loopfuse.harness.generic"}
+
+
+def _imports(tree: ast.AST) -> list[str]:
+    """Every module a source file imports: ``import x``, ``from x import y`` (as ``x``
+    and ``x.y``: ``y`` may be a module) and ``import_module("x")`` with a literal name."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+            found += [f"{node.module}.{alias.name}" for alias in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            found.append(str(node.args[0].value))
+    return found
+
+
+def test_no_detector_module_imports_a_harness_module() -> None:
+    """Whatever the form of the import: only the generic interface."""
+    harness_modules = {f"loopfuse.harness.{name}" for name in HARNESSES}
+    for path in DETECTOR.rglob("*.py"):
+        for module in _imports(ast.parse(path.read_text())):
+            if module.startswith("loopfuse.harness"):
+                assert module not in harness_modules, (path.name, module)
+                assert module in GENERIC_INTERFACE or module.rsplit(".", 1)[0] in {
+                    "loopfuse.harness",
+                    "loopfuse.harness.base",
+                    "loopfuse.harness.generic",
+                }, (path.name, module)
+
+
+def _code_strings(tree: ast.AST) -> set[str]:
+    """The string constants of a module's code (its docstrings left out)."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    }
+
+
+def test_the_detector_holds_no_harness_table() -> None:
+    """The editor tools and the frameworks' answers are declared by their harness
+    (``Tool.files``, ``Harness.not_run``): the detector's code names none of them."""
+    from loopfuse.harness import not_run_answers
+
+    # (names that are plain words, "replace", "edit", are left out: codecs' "replace")
+    owned = {
+        tool.name
+        for name in HARNESSES
+        for tool in harness_named(name).tools
+        if tool.files is not None and ("_" in tool.name or tool.name[0].isupper())
+    }
+    owned |= {start for start in not_run_answers().starts if len(start) > len("Error")}
+    assert {"str_replace_editor", "apply_patch", "Read", "Unknown tool"} <= owned
+    for path in DETECTOR.rglob("*.py"):
+        strings = _code_strings(ast.parse(path.read_text()))
+        assert not strings & owned, (path.name, strings & owned)
+        assert not any("is not a valid tool" in text for text in strings), path.name
+
+
+def test_every_editor_and_framework_answer_is_declared_by_its_harness() -> None:
+    from loopfuse.harness import FileAccess, file_tools, not_run_answers
+
+    tools = file_tools()
+    assert tools["str_replace_editor"] is FileAccess.BY_COMMAND  # OpenHands, SWE-agent
+    assert tools["Edit"] is FileAccess.EDITS  # Claude Code
+    assert tools["read_file"] is FileAccess.READS  # Codex, Gemini CLI
+    assert tools["str_replace_based_edit_tool"] is FileAccess.BY_COMMAND  # the API's own
+    assert "think" not in tools  # reads, but no file tool
+    assert "view_image" not in tools
+    pattern = not_run_answers().pattern
+    for name in ("langchain", "openai_agents", "pydantic_ai", "smolagents", "crewai"):
+        declared = harness_named(name).not_run
+        assert declared is not None
+        assert declared.pattern in pattern, name
+    assert harness_named("openhands").not_run is not None

@@ -27,6 +27,7 @@ from loopfuse import (
     RequestKey,
     intent,
 )
+from loopfuse.detector import LoopDetector
 from loopfuse.guard import DEFAULT
 from loopfuse.guard.guard import build_guard
 from loopfuse.integrations import MissingExtraError
@@ -492,3 +493,137 @@ def test_warn_refuses_a_run_that_goes_on_looping_in_another_shape_after_its_note
     # Another conversation with the same loop gets its own note first.
     other = guard.check(_laps(["python build.py --other"] * 3, error, run="b"))
     assert other.action == "note"
+
+
+def _steps(steps: list[tuple[str, str]], run: str = "a") -> dict[str, Any]:
+    """An OpenAI Chat request after one ``bash`` call per ``(command, answer)``."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Make the report script work."}]
+    for i, (command, answer) in enumerate(steps):
+        call = {"name": "bash", "arguments": json.dumps({"command": command})}
+        tool_call = {"id": f"call_{run}{i}", "type": "function", "function": call}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{run}{i}", "content": answer})
+    return {"model": "gpt-4o", "messages": messages}
+
+
+_MISSING = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/report/run.py", line 3, in <module>\n'
+    "    import tablib\n"
+    "ModuleNotFoundError: No module named 'tablib'\n"
+    "[exit code 1]"
+)
+_NOTED = [("python run.py", _MISSING)] * 3  # the same failing call: noted at the third
+
+
+def test_warn_refuses_a_call_that_fails_again_the_way_its_note_said_in_a_new_shape() -> None:
+    """Noted for a call failing again and again, the agent does something else, then a
+    variant of the call fails the very same way (the same error lines, other output
+    around them). No signal counts to its threshold again (a success came between), but
+    the failure the note quoted came back: the note was ignored (issue 27)."""
+    guard = Guard(mode="warn")
+    noted = guard.check(_steps(_NOTED))
+    assert (noted.action, noted.kind, noted.count) == ("note", "repeat", 3)
+    varied = _MISSING.replace("Traceback", "report: verbose on, 12 rows\nTraceback")
+    read = ("sed -n 1,5p run.py", "import csv\nimport tablib\n")
+    steps = [*_NOTED, read, ("python run.py -v", varied)]
+    again = guard.check(_steps(steps))
+    assert again.action == "refuse"
+    assert again.kind == "repeat"  # the noted loop goes on
+    assert (again.signature, again.count) == (noted.signature, 4)
+    assert "failed again the same way (`ModuleNotFoundError: No module named 'tablib'`)" in (
+        again.message or ""
+    )
+    assert "went on after loopfuse's note" in (again.message or "")
+    # In `note` mode it stays a note; in `refuse` mode the loop was refused at once.
+    assert Guard(mode="note").check(_steps(steps)).action == "forward"
+    assert Guard(mode="refuse").check(_steps(_NOTED)).action == "refuse"
+
+
+def test_warn_lets_a_run_on_after_its_note_when_its_calls_fail_another_way() -> None:
+    """What a note that was heeded looks like: the agent dealt with the cause, and its
+    next failure is another one (a test that now runs and fails on an assertion), or
+    shares with the noted one only the exit status every failing command prints. Nor is
+    a failure of another conversation held against this one."""
+    guard = Guard(mode="warn")
+    assert guard.check(_steps(_NOTED)).action == "note"
+    fixed = [*_NOTED, ("pip install tablib", "Successfully installed tablib-3.5.0")]
+    assertion = "AssertionError: expected 12 rows, got 11\n[exit code 1]"
+    assert guard.check(_steps([*fixed, ("python run.py", assertion)])).action == "forward"
+    status_only = "wrote 0 rows to out.csv\n[exit code 1]"
+    assert guard.check(_steps([*fixed, ("python run.py --out x", status_only)])).action == (
+        "forward"
+    )
+    other_run = [("ls", "run.py"), ("python run.py", _MISSING)]
+    assert guard.check(_steps(other_run, run="b")).action == "forward"
+
+
+class CountingScanner:
+    """The default detector, counting how often a verdict's failure is read."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.detector = LoopDetector()
+
+    def scan(self, body: object) -> Any:
+        return self.scan_intent(intent.extract_intent(body))
+
+    def scan_intent(self, parsed: object) -> Any:
+        scanner = self
+
+        class Counted:
+            def __init__(self, verdict: Any) -> None:
+                self.verdict = verdict
+
+            @property
+            def loop(self) -> Any:
+                return self.verdict.loop
+
+            @property
+            def failure(self) -> Any:
+                scanner.reads += 1
+                return self.verdict.failure
+
+        return Counted(self.detector.scan_intent(parsed))
+
+
+def test_warn_reads_the_failure_of_a_request_only_once_some_loop_was_noted() -> None:
+    """The failure of a request's calls is only named when a note is remembered (what
+    keeps a guard that noted nothing as fast as before); in `refuse` mode, never."""
+    scanner = CountingScanner()
+    guard = Guard(detector=scanner, mode="warn")
+    for n in range(1, 3):
+        assert guard.check(_steps(_NOTED[:n])).action == "forward"
+    assert scanner.reads == 0
+    assert guard.check(_steps(_NOTED)).action == "note"
+    again = [*_NOTED, ("ls", "run.py"), ("python run.py", _MISSING)]
+    assert guard.check(_steps(again)).action == "refuse"
+    assert scanner.reads == 2  # the note's failure, then the request's
+    refusing = CountingScanner()
+    for n in range(1, 4):
+        Guard(detector=refusing, mode="refuse").check(_steps(_NOTED[:n]))
+    assert refusing.reads == 0
+
+
+def test_warn_names_a_failure_known_only_by_its_flag_by_the_whole_answer() -> None:
+    """A result flagged failed (Anthropic ``is_error``) whose text has no error word: the
+    same answer again after the note is the noted failure; another answer is not."""
+
+    def steps(answers: list[str]) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "List the files."}]
+        for i, answer in enumerate(answers):
+            use = {"type": "tool_use", "id": f"toolu_{i}", "name": "shell", "input": {"n": i}}
+            result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "is_error": True}
+            messages.append({"role": "assistant", "content": [use]})
+            messages.append({"role": "user", "content": [{**result, "content": answer}]})
+        return {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": messages}
+
+    rejected = "Command rejected because it could not be parsed safely"
+    guard = Guard(mode="warn")
+    noted = guard.check(steps([rejected] * 4), RequestContext(path="/v1/messages"))
+    assert (noted.action, noted.kind) == ("note", "error_streak")
+    context = RequestContext(path="/v1/messages")
+    moved = guard.check(steps([rejected] * 4 + ["no such session"]), context)
+    assert moved.action == "forward"
+    again = guard.check(steps([rejected] * 4 + ["no such session", rejected]), context)
+    assert (again.action, again.kind) == ("refuse", "error_streak")

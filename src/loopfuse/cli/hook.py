@@ -10,7 +10,8 @@ a loop gets depends on the mode, as in the integrations:
 
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
   note after it; when the session goes on looping, in any way, within the window of the
-  note, the call is refused with the reason;
+  note, the call is refused with the reason; so is the call after calls that failed
+  again the way the noted calls did (:mod:`~loopfuse.cli.hook_notes`);
 - ``refuse``: refused at once; ``note``: only ever noted;
 - with ``--end-session``, a loop that goes on after its refusal ends the session, where
   the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
@@ -75,6 +76,7 @@ from loopfuse.harness.agent_cli import agent_cli
 if TYPE_CHECKING:
     import argparse
 
+    from loopfuse.cli.hook_notes import FailedAgain
     from loopfuse.detector import LoopDetected
     from loopfuse.detector.errors import ErrorReading
 
@@ -531,6 +533,7 @@ def _decide(
         state.events.clear()
         state.noted.clear()
         state.refused.clear()
+        state.failure = None
         if state.batch is not None:
             state.batch["closed"] = True  # kept for whether the CLI marks its batches
         return "allow", "", "", False
@@ -645,6 +648,7 @@ def _before(
     from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
 
     detector = LoopDetector(detector_settings(settings.detector))
+    again = _failed_again(state, settings, now, detector.settings.error_reading)
     batches = _replay(detector, state, _digest_answers(state, detector.settings.error_reading))
     predicted = _predicted(batches, event.tool_name, arguments)
     action: Action = "allow"
@@ -653,6 +657,13 @@ def _before(
         detector.check([ToolCall(name, args) for name, args in predicted])
     except LoopDetected as found:
         action, message, logged = _on_loop(found, event, state, settings, now, batches)
+        if action == "note" and settings.mode == "warn":
+            from loopfuse.cli.hook_notes import note_given
+
+            note_given(state, state.next_id, f"{found.kind}:{found.signature}", found.count, now)
+    else:
+        if again is not None:
+            action, message, logged = _on_failed_again(again, event, state, settings, now)
     marked = state.batch is not None and state.batch.get("marked") is True
     state.batch = {
         "id": state.next_id,
@@ -709,7 +720,6 @@ def _on_loop(
     mode's and ``--end-session``'s memory updated): the action, the reason, the log."""
     key = f"{found.kind}:{found.signature}"
     message = f"[loopfuse] {found.message}"
-    action: Action
     # warn: a session still looping, in any way (another kind or signature too), after a
     # note within the window ignored it (issue 27), as the integrations' Guard decides.
     if settings.mode == "note" or (settings.mode == "warn" and not state.noted):
@@ -719,20 +729,65 @@ def _on_loop(
     message = f"[loopfuse] {refusal}"
     if settings.mode == "warn":
         message = f"{message} {_IGNORED_NOTE}"
-    action = "deny"
+    # The log counts what the model's message counts (see _refusal_text).
+    return _refused(key, found.kind, count, message, event, state, settings, now)
+
+
+def _refused(
+    key: str,
+    kind: str,
+    count: int,
+    message: str,
+    event: HookEvent,
+    state: SessionState,
+    settings: HookSettings,
+    now: float,
+) -> tuple[Action, str, str]:
+    """A refusal of the loop ``key`` (of ``kind``, ``count`` times), with ``message``:
+    ended instead when ``--end-session`` is given and the loop was refused before (and
+    the CLI lets a hook end it). The action, the reason, the log."""
+    action: Action = "deny"
     if settings.end_session and key in state.refused:
         action = "end"
         message = f"{message} {_ENDED}"
     state.refused[key] = now
-    # The log counts what the model's message counts (see _refusal_text).
-    logged = f"call refused ({found.kind}, {count}x): {event.tool_name}"
+    logged = f"call refused ({kind}, {count}x): {event.tool_name}"
     if action == "end":
-        logged = f"session ended ({found.kind}, {count}x): {event.tool_name}"
+        logged = f"session ended ({kind}, {count}x): {event.tool_name}"
         if not can_end_session(event.agent):
             action = "deny"
             title = agent_cli(event.agent).title
             logged = f"{logged.replace('session ended', 'call refused')}; {title} cannot be ended"
     return action, message, logged
+
+
+def _failed_again(
+    state: SessionState, settings: HookSettings, now: float, reading: ErrorReading
+) -> FailedAgain | None:
+    """warn mode: whether the calls of the newest batch failed again the way the calls
+    its note came with did (:mod:`loopfuse.cli.hook_notes`); read before the answers are
+    digested. Nothing is read in a session without a note."""
+    if settings.mode != "warn" or state.failure is None:
+        return None
+    from loopfuse.cli.hook_notes import failed_again
+
+    return failed_again(state, _batches(state), now, WARN_WINDOW, reading)
+
+
+def _on_failed_again(
+    again: FailedAgain,
+    event: HookEvent,
+    state: SessionState,
+    settings: HookSettings,
+    now: float,
+) -> tuple[Action, str, str]:
+    """The refusal of a batch opened after calls failed again the way the noted ones
+    did: the note was ignored, though no signal counted to its threshold again. It
+    keeps the noted loop (its kind, and its key for ``--end-session``) and counts one
+    more, as the integrations' ``Guard`` does."""
+    said = again.failure.again()
+    message = f"[loopfuse] {said} This call was refused: it did not run. {_IGNORED_NOTE}"
+    return _refused(again.loop, again.kind, again.times + 1, message, event, state, settings, now)
 
 
 def _refusal_text(found: LoopDetected, batches: list[list[list[object]]]) -> tuple[str, int]:

@@ -86,10 +86,12 @@ class SessionState:
     last noted or refused. ``batch`` is the open batch (see :mod:`loopfuse.cli.hook`):
     ``{"id", "done", "action", "message", "logged"}`` (its id, when its latest hook was
     done, and its decision), with ``"closed"`` once the CLI said it is over and
-    ``"marked"`` when the session's CLI says so (Claude Code); or ``None``.
+    ``"marked"`` when the session's CLI says so (Claude Code); or ``None``. ``failure``
+    is warn mode's note and the failure its calls got (:mod:`loopfuse.cli.hook_notes`):
+    ``{"batch", "loop", "count", "at", "name"}``, or ``None``: one per session.
     """
 
-    __slots__ = ("batch", "events", "next_id", "noted", "refused")
+    __slots__ = ("batch", "events", "failure", "next_id", "noted", "refused")
 
     def __init__(
         self,
@@ -98,6 +100,7 @@ class SessionState:
         refused: dict[str, float] | None = None,
         next_id: int = 0,
         batch: dict[str, object] | None = None,
+        failure: dict[str, object] | None = None,
     ) -> None:
         # A plain class, not a dataclass: an after-hook does not import dataclasses.
         self.events = [] if events is None else events
@@ -105,6 +108,7 @@ class SessionState:
         self.refused = {} if refused is None else refused
         self.next_id = next_id
         self.batch = batch
+        self.failure = failure
 
 
 def state_root(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -203,6 +207,7 @@ def load(path: str) -> SessionState:
     refused = data.get("refused")
     next_id = data.get("next_id")
     batch = data.get("batch")
+    failure = data.get("failure")  # a file of an earlier release has none
     if not (
         isinstance(events, list)
         and all(_event(e) for e in events)
@@ -212,11 +217,12 @@ def load(path: str) -> SessionState:
         and not isinstance(next_id, bool)
         and next_id >= 0
         and (batch is None or _open_batch(batch))
+        and (failure is None or _noted_failure(failure))
     ):
         return SessionState()
     assert isinstance(noted, dict)
     assert isinstance(refused, dict)
-    return SessionState(events, dict(noted), dict(refused), next_id, batch)
+    return SessionState(events, dict(noted), dict(refused), next_id, batch, failure)
 
 
 def _event(value: object) -> bool:
@@ -267,6 +273,30 @@ def _open_batch(value: object) -> bool:
     )
 
 
+MAX_LOOP_KEY: Final = 1024
+"""Characters at most of the loop key a noted failure keeps (a longer one is damage)."""
+_FAILURE_NAME: Final = re.compile(r"[0-9a-f]{32}")
+
+
+def _noted_failure(value: object) -> bool:
+    """Whether ``value`` is a noted failure as :class:`SessionState` keeps it: the noted
+    batch (its id), the loop's key and count, when it was noted, and the name of the
+    failure its calls got (``None`` until its answers are read)."""
+    if not isinstance(value, dict) or set(value) != {"batch", "loop", "count", "at", "name"}:
+        return False
+    batch, loop, count, name = value["batch"], value["loop"], value["count"], value["name"]
+    return (
+        (isinstance(batch, str) or (isinstance(batch, int) and not isinstance(batch, bool)))
+        and isinstance(loop, str)
+        and 0 < len(loop) <= MAX_LOOP_KEY
+        and isinstance(count, int)
+        and not isinstance(count, bool)
+        and count >= 0
+        and _number(value["at"])
+        and (name is None or (isinstance(name, str) and _FAILURE_NAME.fullmatch(name) is not None))
+    )
+
+
 def _times(value: object) -> bool:
     return isinstance(value, dict) and all(_number(v) for v in value.values())
 
@@ -286,6 +316,7 @@ def save(path: str, state: SessionState, now: float | None = None) -> None:
         "refused": state.refused,
         "next_id": state.next_id,
         "batch": state.batch,
+        "failure": state.failure,
     }
     raw = _encoded(data)
     while len(raw) > MAX_STATE_BYTES and state.events:  # never a file load would not read

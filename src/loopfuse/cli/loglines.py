@@ -15,14 +15,13 @@ not a request is a :class:`BadLine`, reported and skipped.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
 from loopfuse import intent
-from loopfuse.intent import json_loads
+from loopfuse._jsonlines import LineProblem, json_type, parse_line, read_line, size_text
 from loopfuse.intent.dialect import ALL_DIALECTS
 
 __all__ = [
@@ -46,10 +45,6 @@ CONVERSATION_KEYS: Final = tuple(dict.fromkeys(dialect.conversation for dialect 
 which: ``messages``, ``contents``, ``input``)."""
 
 _WRAPPER_KEYS: Final = frozenset({"session", "path", "time", "status", "usage", "response", "body"})
-
-
-class LineProblem(ValueError):
-    """What is wrong with one line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +79,6 @@ def not_a_request(value: dict[str, Any]) -> str:
     if any(key in value for key in CONVERSATION_KEYS):
         return f"not an LLM request of a known dialect (keys: {keys})"
     return f"JSON, but not an LLM request, a trajectory or a log entry (keys: {keys})"
-
-
-def json_type(value: object) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
 
 
 def is_wrapper(value: dict[str, Any]) -> bool:
@@ -130,63 +119,6 @@ def read_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[LogEn
                 yield entry_of(number, parse_line(line), offset)
             except LineProblem as exc:
                 yield BadLine(number, str(exc), offset)
-
-
-_PIECE: Final = 1024 * 1024
-
-
-def read_line(handle: IO[bytes], max_line: int | None) -> tuple[bytes | None, int]:
-    """The next line and its size in bytes (``0``: the end of the file). A line longer
-    than ``max_line`` is ``None``: it is read a piece at a time and each piece dropped
-    once the line is known to be too long, so it never costs more than ``max_line``."""
-    if max_line is None:
-        raw = handle.readline()
-        return raw, len(raw)
-    pieces: list[bytes] = []
-    size = 0
-    while piece := handle.readline(_PIECE):
-        size += len(piece)
-        if size - piece.endswith(b"\n") > max_line:
-            pieces.clear()  # too long: what was read goes, the rest is only counted
-            if piece.endswith(b"\n"):
-                return None, size
-            while piece := handle.readline(_PIECE):
-                size += len(piece)
-                if piece.endswith(b"\n"):
-                    break
-            return None, size
-        pieces.append(piece)
-        if piece.endswith(b"\n"):
-            break
-    return (pieces[0] if len(pieces) == 1 else b"".join(pieces)), size
-
-
-def size_text(size: int) -> str:
-    """A size limit as people read it: ``256 MiB``, or ``100 bytes``.
-
-    >>> size_text(256 * 1024 * 1024), size_text(100)
-    ('256 MiB', '100 bytes')
-    """
-    mib = 1024 * 1024
-    return f"{size // mib:,} MiB" if size >= mib and size % mib == 0 else f"{size:,} bytes"
-
-
-def parse_line(line: bytes) -> dict[str, Any]:
-    """One line of a JSON Lines file as a JSON object, or :class:`LineProblem` saying why
-    it is not one (also read by :mod:`loopfuse.cli.agent_sessions`)."""
-    try:
-        value = json_loads(line)
-    except UnicodeDecodeError as exc:
-        raise LineProblem(f"not UTF-8 text (byte 0x{line[exc.start]:02x})") from None
-    except json.JSONDecodeError as exc:
-        raise LineProblem(f"not valid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise LineProblem("JSON nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer over the int/str digit limit
-        raise LineProblem(f"not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise LineProblem(f"expected a JSON object, got {json_type(value)}")
-    return value
 
 
 def entry_problem(body: object) -> str | None:

@@ -31,7 +31,7 @@ from typing import Any, NoReturn, TextIO
 
 import loopfuse
 from loopfuse.cli import demo
-from loopfuse.cli.agent_sessions import AGENTS, sessions_folder
+from loopfuse.cli.agent_sessions import sessions_folder
 from loopfuse.cli.config import GROUPS, OPTIONS, Settings, apply, value_of
 from loopfuse.cli.decisions import scan_file
 from loopfuse.cli.escape import printable
@@ -45,6 +45,8 @@ from loopfuse.cli.results import FileResult
 from loopfuse.cli.summary import Summary
 from loopfuse.errors import ConfigError
 from loopfuse.fields import Choice
+from loopfuse.harness.agent_cli import AGENT_CLIS, agent_cli
+from loopfuse.harness.transcripts import scanned_agents
 
 __all__ = ["build_parser", "command_list", "main", "run_scan"]
 
@@ -108,7 +110,7 @@ def build_parser() -> _Parser:
         "--agent",
         metavar="NAME",
         help="scan every session the CLI kept, where it keeps them, instead of PATHs: "
-        f"{', '.join(AGENTS)} (several: comma-separated), or all (those that kept any)",
+        f"{', '.join(scanned_agents())} (several: comma-separated), or all (those that kept any)",
     )
     scan.add_argument("--config", metavar="FILE", help="TOML file with the same keys as the flags")
     groups = {name: scan.add_argument_group(_TITLES[name]) for name in GROUPS}
@@ -248,10 +250,15 @@ def _agents(raw: str | None, paths: bool) -> tuple[str, ...] | str:
     if paths:
         return "--agent finds the CLI's transcripts itself: give it no PATH"
     names = tuple(dict.fromkeys(name.strip() for name in raw.split(",") if name.strip()))
-    unknown = [name for name in names if name not in (*AGENTS, "all")]
+    readable = scanned_agents()
+    unknown = [name for name in names if name not in (*readable, *AGENT_CLIS, "all")]
     if unknown or not names:
-        known = ", ".join((*AGENTS, "all"))
+        known = ", ".join((*readable, "all"))
         return f"--agent: unknown CLI {', '.join(unknown) or repr(raw)}; one of {known}"
+    unread = [name for name in names if name not in (*readable, "all")]
+    if unread:  # a CLI loopfuse guards whose transcripts it has no reader for (yet)
+        told = ", ".join(agent_cli(name).title for name in unread)
+        return f"--agent: scan has no reader for {told} transcripts; it reads {', '.join(readable)}"
     return ("all",) if "all" in names else names
 
 
@@ -260,7 +267,7 @@ def _agent_targets(agents: Sequence[str]) -> list[Path | InputError]:
     folder is missing or empty (with ``all``: only when no CLI has any)."""
     every = tuple(agents) == ("all",)
     targets: list[Path | InputError] = []
-    for agent in AGENTS if every else agents:
+    for agent in scanned_agents() if every else agents:
         folder = sessions_folder(agent)
         where = str(folder.roots[0])
         if not any(root.is_dir() for root in folder.roots):
@@ -281,7 +288,9 @@ def _agent_folders(agents: Sequence[str]) -> list[str]:
     those of the CLIs that have one)."""
     every = tuple(agents) == ("all",)
     roots = [
-        root for agent in (AGENTS if every else agents) for root in sessions_folder(agent).roots
+        root
+        for agent in (scanned_agents() if every else agents)
+        for root in sessions_folder(agent).roots
     ]
     kept = [root for root in roots if root.is_dir()] if every else roots
     return [str(root) for root in kept or roots]

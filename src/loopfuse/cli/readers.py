@@ -57,7 +57,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from loopfuse.cli.agent_sessions import AgentSession, agent_of, agent_of_document
+from loopfuse.cli.agent_sessions import (
+    AgentSession,
+    agent_of,
+    agent_of_database,
+    agent_of_document,
+)
 from loopfuse.cli.loglines import (
     CONVERSATION_KEYS,
     BadLine,
@@ -244,8 +249,9 @@ def read_path(path: Path) -> Source:
             if path.suffix.lower() == ".db" or not log:
                 magic = handle.read(len(_SQLITE))
                 handle.seek(0)
-                if magic == _SQLITE:  # OpenCode keeps its sessions in a database
-                    return AgentSession(name, "opencode", size, partial(_open_regular, path),
+                keeper = agent_of_database() if magic == _SQLITE else None
+                if keeper is not None:  # a CLI's sessions database (OpenCode's)
+                    return AgentSession(name, keeper, size, partial(_open_regular, path),
                                         kind="database")  # fmt: skip
             if log:
                 head = handle.read(_HEAD_BYTES) or b""

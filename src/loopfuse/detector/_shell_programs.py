@@ -482,6 +482,9 @@ SUB_COMMAND_GUARDS: Final[dict[tuple[str, ...], Guard]] = {
     },
     ("docker", "compose", "config"): _NO_OUTPUT_FILE,
     ("docker-compose", "config"): _NO_OUTPUT_FILE,
+    # "compose wait --down-project" stops the project once the services it waits on stop
+    ("docker", "compose", "wait"): _none_of("--down-project"),
+    ("docker-compose", "wait"): _none_of("--down-project"),
     # pip takes its general options (--log FILE, --python PROGRAM) after the sub-command
     # too: only the options listed here, written in full
     **{

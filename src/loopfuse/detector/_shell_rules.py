@@ -6,7 +6,9 @@ only run another command (``timeout``, ``nice``, ``time``, ``env``, ``command``,
 ``stdbuf``, ``xargs``, ``watch``, ``bash -c``), is it a configured read-only program or
 sub-command whose arguments pass its guard (:mod:`._shell_programs`)? Command lines given
 to ``bash -c`` or ``watch`` are read again, at most :data:`MAX_NESTING` levels deep, so the
-work stays linear in the length of the outer line.
+work stays linear in the length of the outer line. The words of a ``while`` or ``until``
+loop (``until [ -f done ]; do sleep 5; done``) open and close its parts: each command in
+them is judged as any other (:data:`LOOP_WORDS`).
 
 A word that expands (``$X``, ``*.py``, ``{a,b}``) may become any words at all, so it may
 only be an argument of a program in :data:`ANY_ARGUMENTS`, after that program's name: not
@@ -28,10 +30,26 @@ from loopfuse.detector._shell_programs import (
 )
 from loopfuse.errors import ConfigError
 
-__all__ = ["MAX_NESTING", "CommandTable", "compile_commands", "line_is_read_only"]
+__all__ = [
+    "LOOP_WORDS",
+    "MAX_NESTING",
+    "CommandTable",
+    "command_words",
+    "compile_commands",
+    "line_is_read_only",
+    "program_name",
+    "sub_command",
+    "wrapped",
+]
 
 MAX_NESTING: Final = 2
 """How many ``bash -c '…'`` / ``watch '…'`` levels are read; a deeper one is unreadable."""
+
+LOOP_WORDS: Final = frozenset({"while", "until", "do"})
+"""The reserved words that open a part of a ``while`` / ``until`` loop, before the command
+they run; ``done`` closes it. A loop runs nothing but its commands: it only reads when
+each of them does. (``for``, ``if`` and ``case`` are not read: their words run nothing
+either, but ``for`` assigns a variable and none of them was needed by a wait.)"""
 
 CommandTable = dict[str, tuple[tuple[str, ...], ...]]
 """Program -> the sub-command word sequences that are read-only (``()``: any use)."""
@@ -93,10 +111,36 @@ def line_is_read_only(text: str, table: CommandTable, depth: int = 0) -> bool:
     )
 
 
+def command_words(argv: Sequence[str], expanding: Sequence[int] = ()) -> int | None:
+    """Where the command of one simple command starts, past the loop words that open it
+    (:data:`LOOP_WORDS`, written literally); ``None`` when it is a loop word alone (``do``
+    with no command is a syntax error: not read). ``done`` alone is ``len(argv)``: it runs
+    nothing.
+
+    >>> command_words(["until", "[", "-f", "x", "]"]), command_words(["done"])
+    (1, 1)
+    >>> command_words(["do"]) is None, command_words(["while"], expanding=[0])
+    (True, 0)
+    """
+    start = 0
+    while start < len(argv) and argv[start] in LOOP_WORDS and start not in expanding:
+        start += 1
+    if start == len(argv):
+        return None if start else 0
+    if start == 0 and len(argv) == 1 and argv[0] == "done" and 0 not in expanding:
+        return 1
+    return start
+
+
 def _command_is_read_only(
     argv: list[str], expanding: Sequence[int], table: CommandTable, depth: int
 ) -> bool:
-    start = 0
+    opened = command_words(argv, expanding)
+    if opened is None:
+        return False
+    if opened == len(argv) and argv:
+        return True  # "done": closes a loop, runs nothing
+    start = opened
     # An assignment's value is one word whatever it expands to (no splitting, no globs).
     while start < len(argv) and (argv[start] == "!" or _ASSIGNMENT.match(argv[start])):
         if not _assignment_is_harmless(argv[start]):
@@ -105,7 +149,7 @@ def _command_is_read_only(
     if not argv:
         return True  # only safe redirections ("< f")
     if start == len(argv):
-        return False  # "X=1" alone sets a variable of the shell
+        return False  # "X=1" alone sets a variable of the shell (or "while !" alone)
     first_expanding = next((i - start for i in expanding if i >= start), len(argv) - start)
     return _argv_is_read_only(argv[start:], first_expanding, table, depth)
 
@@ -119,10 +163,31 @@ def _assignment_is_harmless(word: str) -> bool:
     return not _RISKY_VARIABLE.match(word) or bool(_PAGER_ASSIGNMENT.fullmatch(word))
 
 
-def _program(word: str) -> str:
-    """``/usr/bin/cat`` is ``cat``; ``./cat`` stays ``./cat`` (a script of that name)."""
+def program_name(word: str) -> str:
+    """``/usr/bin/cat`` is ``cat``; ``./cat`` stays ``./cat`` (a script of that name).
+
+    >>> program_name("/usr/bin/sleep"), program_name("./sleep")
+    ('sleep', './sleep')
+    """
     directory, _, name = word.rpartition("/")
     return name if directory in _TRUSTED_DIRS else word
+
+
+_program = program_name
+
+
+def wrapped(argv: Sequence[str], i: int = 0) -> Inner | None:
+    """What the wrapper ``argv[i]`` runs (``timeout 60 kubectl …``, ``bash -c '…'``): the
+    index of the program, a command line it hands a shell, or a decision (``True``: it
+    runs nothing, ``False``: it cannot be read); ``None`` when ``argv[i]`` is no wrapper.
+
+    >>> wrapped(["timeout", "60", "tail", "-f", "log"]), wrapped(["sh", "-c", "ls"])
+    (2, 'ls')
+    >>> wrapped(["tail", "-f", "log"]) is None
+    True
+    """
+    wrapper = _WRAPPERS.get(_program(argv[i])) if i < len(argv) else None
+    return None if wrapper is None else wrapper(argv, i + 1)
 
 
 def _argv_is_read_only(
@@ -167,6 +232,16 @@ def _program_is_read_only(program: str, args: list[str], table: CommandTable) ->
             sub_guard = SUB_COMMAND_GUARDS.get((program, *sub))
             return sub_guard is None or sub_guard(args[rest[len(sub) - 1] :])
     return False
+
+
+def sub_command(program: str, args: list[str], limit: int) -> list[str]:
+    """The first ``limit`` sub-command words of ``program``'s ``args``, past its known
+    global options (``kubectl -n prod rollout status`` → ``rollout``, ``status``).
+
+    >>> sub_command("kubectl", ["-n", "prod", "rollout", "status", "deploy/web"], 2)
+    ['rollout', 'status']
+    """
+    return _sub_command(program, args, limit)[0]
 
 
 def _sub_command(program: str, args: list[str], limit: int) -> tuple[list[str], list[int]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Final
 
 from loopfuse.detector._textcache import TextCache
@@ -33,6 +34,7 @@ __all__ = [
     "SCAN_HEAD",
     "SCAN_TAIL",
     "error_line",
+    "error_lines",
     "is_contentless",
     "looks_like_error",
     "normalize_answer",
@@ -192,14 +194,30 @@ def error_line(text: str) -> str | None:
     >>> error_line("all fine") is None
     True
     """
+    return next(_error_lines(text), None)
+
+
+def error_lines(text: str) -> tuple[str, ...]:
+    """Every line of ``text`` that says something failed (stripped, the last one first;
+    the :data:`SCAN_HEAD` and :data:`SCAN_TAIL` windows, at most 64 lines): what the
+    answer says of its failure, without the rest of its text.
+
+    >>> error_lines("$ make\\nmain.c:3: error: x undeclared\\nmake: *** [all] Error 1\\n")
+    ('main.c:3: error: x undeclared',)
+    >>> error_lines("all fine")
+    ()
+    """
+    return tuple(_error_lines(text))
+
+
+def _error_lines(text: str) -> Iterator[str]:
     if type(text) is not str:
-        return None
+        return
     window = _window(text)
     for start in _line_starts(window, (*_PHRASES, *_HINTS)):  # the last line first
         line = _line_at(window, start)
         if (_has_phrase(line) or _matches_a_pattern(line)) and line.strip():
-            return line.strip()
-    return None
+            yield line.strip()
 
 
 def is_contentless(text: str) -> bool:

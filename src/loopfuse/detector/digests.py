@@ -126,7 +126,6 @@ def results_digest(
     failed = False
     empty = True
     running = False
-    harness = reading.harness
     for call, answer in zip(call_list, resolved, strict=True):
         if not isinstance(call, ToolCall):
             raise InvalidInputError(f"expected ToolCall, got {type(call).__name__}")
@@ -140,8 +139,8 @@ def results_digest(
                     said = looks_like_error(plain, frameworks=reading.frameworks)
             failed = bool(said)
         empty = empty and text is not None and is_contentless(text)
-        if harness is not None and text is not None and not running:
-            running = harness.still_running(call.name, text)
+        if text is not None and not running:
+            running = reading.still_running(call.name, text)
         key = call.signature.encode("utf-8", "surrogatepass") + b"\x00"
         norm_hash = blake3(norm).digest(16)
         raw_pairs.append(key + blake3(raw).digest(16))

@@ -13,17 +13,15 @@ tells, for one call, what it does:
   one that succeeded is progress for a later check that reads the file it changed;
 - ``None``: not an editor tool this module knows (its name decides, as before).
 
-The tools known, by their own name (after any ``mcp__server__`` namespace):
-
-- OpenHands, SWE-agent, Anthropic's text editor (``str_replace_editor``,
-  ``str_replace_based_edit_tool``): ``command`` ``view`` reads; ``create``,
-  ``str_replace``, ``insert``, ``undo_edit`` edit;
-- SWE-agent: ``edit``, ``create`` edit (its reading commands are judged as before);
-- Claude Code: ``Read``, ``Grep``, ``Glob``, ``LS``, ``NotebookRead`` read; ``Edit``,
-  ``MultiEdit``, ``Write``, ``NotebookEdit`` edit;
-- Codex CLI: ``read_file``, ``list_dir``, ``grep_files`` read; ``apply_patch`` edits;
-- Gemini CLI: ``read_file``, ``read_many_files``, ``list_directory``, ``glob``,
-  ``search_file_content`` read; ``replace``, ``write_file`` edit.
+The tools known, by their own name (after any ``mcp__server__`` namespace), are those
+the harnesses declare (:attr:`loopfuse.harness.Tool.files`: Claude Code's ``Read`` /
+``Edit``, Codex's ``apply_patch``, Gemini CLI's ``replace``, OpenHands' and SWE-agent's
+``str_replace_editor``, SWE-agent's ``edit`` …) and the generic ones (Anthropic's
+``str_replace_based_edit_tool``), whatever the detector's ``harness`` setting
+(:func:`loopfuse.harness.file_tools`): an editor's arguments say what it does, whoever
+defined it. A text editor (``command`` decides): ``view`` reads; ``create``,
+``str_replace``, ``insert``, ``undo_edit``, ``write`` edit
+(:data:`~loopfuse.harness.generic.TEXT_EDITOR_READS`, ``_EDITS``).
 
 SWE-agent's own reading commands (``open``, ``goto``, ``scroll_*``, ``search_*``,
 ``find_file``) are left as they were judged before: ``open``, ``goto`` and ``scroll_*``
@@ -43,38 +41,17 @@ from typing import Final
 
 from loopfuse.detector._textcache import TextCache
 from loopfuse.detector.tools import own_name
+from loopfuse.harness import FileAccess, file_tools
+from loopfuse.harness.generic import TEXT_EDITOR_EDITS, TEXT_EDITOR_READS
 
 __all__ = ["EDIT", "READ", "EditorCall", "editor_call", "mentions_file"]
 
-READ: Final = "read"
-EDIT: Final = "edit"
+READ: Final = FileAccess.READS.value
+EDIT: Final = FileAccess.EDITS.value
 
-# str_replace_editor-style tools: one tool, what it does in its ``command`` argument.
-_COMMAND_TOOLS: Final = frozenset(
-    {"str_replace_editor", "str_replace_based_edit_tool", "text_editor", "file_editor"}
-)
-_COMMAND_READS: Final = frozenset({"view"})
-_COMMAND_EDITS: Final = frozenset({"create", "str_replace", "insert", "undo_edit", "write"})
-
-# Tools whose name alone says what they do (exact own names: Claude Code's are capitalised).
-_READ_TOOLS: Final = frozenset(
-    {
-        # Claude Code
-        "Read", "Grep", "Glob", "LS", "NotebookRead",
-        # Codex CLI, Gemini CLI
-        "read_file", "list_dir", "grep_files", "read_many_files", "list_directory", "glob",
-        "search_file_content",
-    }
-)  # fmt: skip
-_EDIT_TOOLS: Final = frozenset(
-    {
-        "edit",  # SWE-agent
-        "create",  # SWE-agent
-        "Edit", "MultiEdit", "Write", "NotebookEdit",  # Claude Code
-        "apply_patch",  # Codex CLI
-        "replace", "write_file",  # Gemini CLI
-    }
-)  # fmt: skip
+_COMMAND: Final = FileAccess.BY_COMMAND.value
+_COMMAND_READS: Final = TEXT_EDITOR_READS
+_COMMAND_EDITS: Final = TEXT_EDITOR_EDITS
 _PATH_KEYS: Final = ("path", "file_path", "absolute_path", "notebook_path", "filename", "file")
 _PATCH_KEYS: Final = ("input", "patch", "command")
 _PATCH_HEAD: Final = 4096
@@ -116,7 +93,7 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
     tool = _TOOL_KINDS.call(name)
     if tool is None:
         return None
-    if tool == "command":
+    if tool == _COMMAND:
         command = arguments.get("command") if type(arguments) is dict else None
         if type(command) is not str:
             return None
@@ -133,14 +110,10 @@ def editor_call(name: str, arguments: object) -> EditorCall | None:
 def _tool_kind(name: str) -> str | None:
     """``"command"`` (a ``str_replace_editor``-style tool), ``READ``, ``EDIT`` or ``None``,
     by the tool's own name (cached: a scan asks again for every call of a run)."""
-    own = own_name(name)
-    if own in _COMMAND_TOOLS:
-        return "command"
-    if own in _READ_TOOLS:
-        return READ
-    if own in _EDIT_TOOLS:
-        return EDIT
-    return None
+    # What each editor and file tool does to files, by own name: the harnesses'
+    # declarations, read once (on first use: importing the detector imports no harness).
+    access = file_tools().get(own_name(name))
+    return None if access is None else access.value
 
 
 def _path_of(arguments: object) -> str | None:

@@ -13,7 +13,10 @@ text heuristic:
   place of a tool's answer when the model called a tool that does not exist or passed
   arguments the tool does not take — LangChain / LangGraph ``ToolNode``, the OpenAI
   Agents SDK, Pydantic AI, smolagents, CrewAI, OpenHands, an MCP server, and the plain
-  ``Tool 'x' not found``.
+  ``Tool 'x' not found``. Each framework declares its answers in its harness module
+  (:attr:`loopfuse.harness.Harness.not_run`); they are read here for every harness
+  (:func:`loopfuse.harness.not_run_answers`): the tool called does not exist, so no
+  harness setting could name whose it is.
 
 An answer to a call of a tool that does not exist names the invented tool, and some
 frameworks echo the arguments back: :func:`normalize_framework_error` puts placeholders
@@ -35,7 +38,11 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from typing import TYPE_CHECKING, Final, NamedTuple
+
+from loopfuse.detector._shell_waits import bound_ran_out
+from loopfuse.harness import not_run_answers
 
 if TYPE_CHECKING:
     from loopfuse.harness import CallReader
@@ -72,6 +79,14 @@ class ErrorReading(NamedTuple):
             return self.harness.failed(name, text)
         return None
 
+    def still_running(self, name: str, text: str) -> bool:
+        """Whether ``text``, one answer of tool ``name``, says the thing a wait waits on
+        is not over: its harness's words, or a shell wait's bound that ran out
+        (:func:`~loopfuse.detector._shell_waits.bound_ran_out`). Read for a wait only."""
+        if self.harness is not None and self.harness.still_running(name, text):
+            return True
+        return bound_ran_out(text)
+
     def plain(self, name: str, text: str) -> str:
         """``text`` as the text heuristics read it: without its harness's own frame."""
         return text if self.harness is None else self.harness.unframed(name, text)
@@ -95,75 +110,53 @@ _FLAG_TEXT: Final = 65_536  # a longer text is not parsed for an MCP flag
 _ERROR_OBJECT: Final = ('{"error"', '{ "error"')
 _TAIL: Final = 256  # characters of an answer's end read for a framework's closing line
 
-# How each framework's answers begin (a cheap filter before the patterns below).
-_STARTS: Final = (
-    "Error", "Tool ", "Unknown tool", "You tried to use the tool", "Action '",
-    "An error occurred while running the tool", "Invalid JSON input for tool",
-    "Missing required argument", "Failed to parse tool call arguments", "Argument ",
-    "Parameter '", "I encountered an error", "I tried reusing the same input",
-)  # fmt: skip
-# How some end: Pydantic AI's retry prompt, OpenHands' note on a refused action.
-_ENDS: Final = ("Fix the errors and try again.", "[Error occurred in processing last action]")
-
-_NAME: Final = r"[^\s'\"`,]{1,128}"  # a tool name: one word
-_QUOTED: Final = rf"'{_NAME}'|\"{_NAME}\"|`{_NAME}`"
-# Each alternative starts with its own literal, so a failed match costs a few characters.
-# Groups: ``u`` the name of a tool that does not exist, ``a`` arguments echoed back,
-# ``i`` a call id; each becomes a placeholder in the normal form.
-_ANSWER: Final = re.compile(
-    # LangChain / LangGraph ToolNode
-    r"Error: (?P<u1>[^\n]{1,128}?) is not a valid tool, try one of \["
-    r"|Error (?:invoking|executing) tool '[^'\n]{1,128}' with kwargs (?P<a1>[^\n]{0,2048}) "
-    r"with error:$"
-    rf"|Tool call {_NAME} with id (?P<i1>[^\s]{{1,256}}) could not be executed - arguments were"
-    r" malformed or truncated\."
-    # the OpenAI Agents SDK; MCP servers (FastMCP); the plain form
-    rf"|Tool (?P<u2>{_QUOTED}|{_NAME}) (?:was )?not found\b"
-    rf"|Unknown tool: (?P<u3>{_QUOTED}|{_NAME})$"
-    r"|An error occurred while running the tool\."
-    r"|Invalid JSON input for tool "
-    # Pydantic AI
-    rf"|Unknown tool name: (?P<u4>{_QUOTED})\. (?:Available tools|No tools)"
-    # smolagents
-    rf"|Unknown tool (?P<u5>{_NAME}), should be one of: "
-    r"|Error executing tool '[^'\n]{1,128}' with arguments (?P<a2>[^\n]{0,2048}?): \w+: "
-    r"|Argument \S{1,128} (?:is not in the tool's input schema|is required$|has type '[^'\n]*' "
-    r"but should be ')"
-    # CrewAI
-    rf"|You tried to use the tool (?P<u6>[^\n]{{1,128}}?), but it doesn't exist\."
-    rf"|Action (?P<u7>'[^'\n]{{1,128}}') don't exist, these are the only available Actions"
-    r"|Error executing tool\. coworker mentioned not found"
-    r"|Error: the Action Input is not a valid key, value dictionary\."
-    r"|I encountered an error while trying to use the tool\."
-    r"|I tried reusing the same input, I must stop using this action input\."
-    # OpenHands
-    rf"|Tool (?P<u8>{_NAME}) is not registered\. \(arguments: (?P<a3>[^\n]{{0,2048}})\)\."
-    r" Please check the tool name"
-    rf"|Missing required argument \"[^\"\n]{{1,128}}\" in tool call {_NAME}$"
-    r"|Failed to parse tool call arguments: (?P<a4>[^\n]{0,2048})$"
-    r"|Parameter '[^'\n]{1,128}' is not allowed for function '",
-    re.MULTILINE,
-)
 _PLACEHOLDERS: Final = {"u": "<tool>", "a": "<args>", "i": "<id>"}
-_LABEL: Final = re.compile(  # the JSON wrapper first: the other alternative matches ""
-    r"\{\s*\"error\"\s*:\s*\""
-    r"|[ \t\r\n]*(?:Call id: [^\n]{0,256}\n[ \t\r\n]*)?(?:Error:\s*\n)?"
-)
+
+
+class _NotRun(NamedTuple):
+    starts: tuple[str, ...]
+    ends: tuple[str, ...]
+    answer: re.Pattern[str]
+    label: re.Pattern[str]
+
+
+@cache
+def _not_run() -> _NotRun:
+    """What the frameworks answer in place of a tool's answer when they could not run a
+    call, as each harness declares it (:attr:`loopfuse.harness.Harness.not_run`), read as
+    one; compiled on first use (importing the detector imports no harness).
+
+    ``starts``: how each framework's answers begin, a cheap filter; ``ends``: how some
+    end (Pydantic AI's retry prompt, OpenHands' note); ``answer``: the alternatives, each
+    starting with its own literal, so a failed match costs a few characters; its groups
+    ``u…`` (the name of a tool that does not exist), ``a…`` (arguments echoed back),
+    ``i…`` (a call id) each become a placeholder in the normal form; ``label``: what may
+    come before such an answer (a smolagents ``Call id:`` line and ``Error:`` label,
+    Pydantic AI's ``{"error": "..."}`` wrapper: the JSON wrapper first, the other matches
+    ``""``)."""
+    declared = not_run_answers()
+    return _NotRun(
+        declared.starts,
+        declared.ends,
+        re.compile(declared.pattern, re.MULTILINE),
+        re.compile(declared.label),
+    )
 
 
 def _start(text: str) -> int:
     """Where a framework's answer would begin: past blanks, a smolagents ``Call id:``
     line and an ``Error:`` label alone on its line, or inside Pydantic AI's
     ``{"error": "..."}`` wrapper."""
-    found = _LABEL.match(text, 0, 512)
+    found = _not_run().label.match(text, 0, 512)
     return found.end() if found is not None else 0
 
 
 def _match(text: str) -> re.Match[str] | None:
     at = _start(text)
-    if not text.startswith(_STARTS, at):
+    known = _not_run()
+    if not text.startswith(known.starts, at):
         return None
-    return _ANSWER.match(text, at, at + FRAMEWORK_HEAD)
+    return known.answer.match(text, at, at + FRAMEWORK_HEAD)
 
 
 def framework_error(text: str) -> bool:
@@ -184,7 +177,7 @@ def framework_error(text: str) -> bool:
         return False
     if _match(text) is not None:
         return True
-    return text[-_TAIL:].rstrip().endswith(_ENDS) or _error_object(text)
+    return text[-_TAIL:].rstrip().endswith(_not_run().ends) or _error_object(text)
 
 
 def _error_object(text: str) -> bool:

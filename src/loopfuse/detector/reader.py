@@ -10,9 +10,10 @@ replay ask it about every batch.
 
 from __future__ import annotations
 
+from loopfuse.detector._shell_waits import bound_ran_out
 from loopfuse.detector.editors import EDIT, READ, editor_call
 from loopfuse.detector.errors import ErrorReading
-from loopfuse.detector.shell import ShellClassifier
+from loopfuse.detector.shell import STATE_CHANGING, WAITS, ShellClassifier
 from loopfuse.detector.tools import ToolClassifier, own_name
 from loopfuse.harness import CallReader, ToolKind, reader_for
 from loopfuse.harness.generic import (
@@ -32,13 +33,15 @@ class BatchReader:
 
     >>> reader = BatchReader(
     ...     observation_tools=("read",), costly_tools=(), shell_tools=("bash",),
-    ...     read_only_commands=("cat",), tool_limits=(("deploy", 1),),
+    ...     read_only_commands=("cat", "sleep", "tail"), tool_limits=(("deploy", 1),),
     ...     ignore_tools=frozenset({"think"}), editor_aware=True, error_flags=True,
     ...     framework_errors=True,
     ... )
     >>> reader.classify(("bash",), ({"command": "cat a.py"},))
     (True, False)
     >>> reader.kinds(("write_stdin",), ({"session_id": 3, "chars": ""},))
+    (True, False, True)
+    >>> reader.kinds(("bash",), ({"command": "sleep 30 && tail -5 build.log"},))
     (True, False, True)
     >>> reader.kept(("think", "bash")), reader.tool_limit(("mcp__ops__deploy",))
     ([1], 1)
@@ -130,6 +133,10 @@ class BatchReader:
         ``editor_aware``, an editor call when it only reads (:mod:`loopfuse.detector.editors`:
         ``str_replace_editor`` ``view``, ``Read``). Any other tool is judged by its name
         (:mod:`loopfuse.detector.tools`).
+
+        A shell call, declared or not, whose command line only reads and waits (``sleep
+        30 && tail log``, ``kubectl wait …``, ``until …; do sleep 5; done``:
+        :mod:`loopfuse.detector._shell_waits`) is a wait, as a harness's own wait tool is.
         """
         observation = bool(names)
         costly = False
@@ -143,20 +150,26 @@ class BatchReader:
                 if kind is ToolKind.READ or kind is ToolKind.COSTLY:
                     wait = False
                     costly = costly or kind is ToolKind.COSTLY
+                elif kind is ToolKind.SHELL:
+                    reading = self._command_reading(arguments)
+                    wait = wait and reading == WAITS
+                    observation = observation and reading != STATE_CHANGING
                 elif kind is not ToolKind.WAIT:
                     wait = False
                     declared_read, cost = self._declared(kind, name, arguments)
                     observation = observation and declared_read
                     costly = costly or cost
                 continue
-            wait = False
-            read_only = self.shell.classify_call(name, arguments)
+            shell = self.shell.call_reading(name, arguments)
+            read_only = None if shell is None else shell != STATE_CHANGING
             if read_only is None and self.editor_aware:
                 editor = editor_call(name, arguments)
                 if editor is not None:
                     read_only = editor.action == READ
             if read_only is None:
-                read_only = self._program_call(name, arguments)
+                shell = self._program_call(name, arguments)
+                read_only = None if shell is None else shell != STATE_CHANGING
+            wait = wait and shell == WAITS
             if read_only is None:
                 obs, cost = self.classifier.classify_names((name,))
                 observation = observation and obs
@@ -179,8 +192,7 @@ class BatchReader:
         if kind is ToolKind.COSTLY:
             return True, True
         if kind is ToolKind.SHELL:
-            command = self.shell.command_of(arguments)
-            return command is not None and self.shell.is_read_only(command), False
+            return self._command_reading(arguments) != STATE_CHANGING, False
         if kind is ToolKind.EDITOR:
             if not self.editor_aware:
                 return self.classifier.classify_names((name,))
@@ -188,12 +200,24 @@ class BatchReader:
             return editor is not None and editor.action == READ, False
         return False, False
 
+    def _command_reading(self, arguments: object) -> int:
+        """:meth:`~loopfuse.detector.shell.ShellClassifier.reading` of a shell call's
+        command line (state-changing when it has none)."""
+        command = self.shell.command_of(arguments)
+        return STATE_CHANGING if command is None else self.shell.reading(command)
+
     def still_running(self, names: tuple[str, ...], text: str | None) -> bool:
-        """Whether the answers of a wait batch say the thing waited on still runs."""
-        harness = self.harness
-        if harness is None or text is None:
+        """Whether the answers of a wait batch say the thing waited on still runs: the
+        harness's own words (``Process running with session ID``), or a shell wait's
+        bound that ran out before what it waited for happened (:func:`~loopfuse.detector.
+        _shell_waits.bound_ran_out`: ``timeout``'s 124, ``timed out waiting for the
+        condition``)."""
+        if text is None:
             return False
-        return any(harness.still_running(name, text) for name in names)
+        harness = self.harness
+        if harness is not None and any(harness.still_running(name, text) for name in names):
+            return True
+        return bound_ran_out(text)
 
     def edits(self, names: tuple[str, ...], args: tuple[object, ...]) -> tuple[str, ...] | None:
         """The files a state-changing batch edits through editor tools, when that is all
@@ -210,9 +234,10 @@ class BatchReader:
                 paths.append(editor.path)
         return tuple(paths) if paths else None
 
-    def _program_call(self, name: str, arguments: object) -> bool | None:
-        """For a tool named after the program its command line starts with, whether that
-        command line only reads; ``None`` for any other tool."""
+    def _program_call(self, name: str, arguments: object) -> int | None:
+        """For a tool named after the program its command line starts with, the
+        :meth:`~loopfuse.detector.shell.ShellClassifier.reading` of that command line;
+        ``None`` for any other tool."""
         if type(arguments) is not dict or "command" not in arguments:
             return None
         command = arguments["command"]
@@ -221,7 +246,7 @@ class BatchReader:
         rest = command[len(name) : len(name) + 1]
         if rest not in ("", " ", "\t", "\n"):
             return None
-        return self.shell.is_read_only(command)
+        return self.shell.reading(command)
 
     def kept(self, names: tuple[str, ...]) -> list[int] | None:
         """Which calls of a batch count (``ignore_tools``): their indices, or ``None`` when

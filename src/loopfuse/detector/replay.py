@@ -11,10 +11,11 @@ can matter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loopfuse.detector.core import RunCore
+from loopfuse.detector.failures import Failure, failure_of
 from loopfuse.detector.records import BatchRecord, LoopDetected
 from loopfuse.detector.settings import DetectorSettings
 from loopfuse.detector.signals.stagnation import STAGNATION, StagnationDetected
@@ -36,14 +37,24 @@ class Verdict:
     the repeated answer or text); ``count`` how many times the pattern occurred (laps,
     for a cycle); ``message`` is written for the model; ``tool_names`` are the tools
     involved. ``index`` is the position of the offending assistant turn in
-    ``extract_intent(body)["messages"]``.
+    ``extract_intent(body)["messages"]``. ``answers`` are the final batch's tool
+    results, when the conversation ends in one (not compared: two verdicts are equal
+    when they say the same); :attr:`failure` names the failure they report.
 
-    >>> OK.ok, OK.kind, OK.loop
-    (True, None, None)
+    >>> OK.ok, OK.kind, OK.loop, OK.failure
+    (True, None, None, None)
     """
 
     loop: Loop | None = None
     index: int | None = None
+    answers: BatchAnswers | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def failure(self) -> Failure | None:
+        """The failure the final batch's answers report (:func:`~loopfuse.detector.
+        failures.failure_of`), or ``None``: what ``mode="warn"`` compares with the one
+        its note was about. Read on demand: a scan does not pay for it."""
+        return None if self.answers is None else failure_of(self.answers)
 
     @property
     def ok(self) -> bool:
@@ -127,6 +138,7 @@ class Replay:
         self.stagnation = STAGNATION.detector(settings)
         self.judge_from = judge_from
         self._verdict = OK
+        self._answers: BatchAnswers | None = None  # an ok verdict's final batch's answers
         self._open: _Open | None = None
 
     def add(self, message: object, index: int) -> None:
@@ -148,6 +160,7 @@ class Replay:
                 self._admit(Batch(calls), index)
                 return
             self._verdict = OK
+            self._answers = None
             if self.stagnation is not None:
                 try:
                     self.stagnation.record(prose_text(message.get("content")))
@@ -158,6 +171,7 @@ class Replay:
             if self.stagnation is not None:
                 self.stagnation.clear()
             self._verdict = OK
+            self._answers = None
 
     def admit_batch(self, batch: Batch, index: int) -> None:
         """Walk an assistant turn whose :class:`Batch` the caller already built."""
@@ -168,6 +182,9 @@ class Replay:
     def verdict(self) -> Verdict:
         """The verdict of the conversation so far (its last assistant turn's)."""
         self._close()
+        answers = self._answers
+        if answers is not None and self._verdict is OK:
+            return Verdict(answers=answers)  # made when asked, not for every batch walked
         return self._verdict
 
     def _admit(self, full: Batch, index: int) -> None:
@@ -202,15 +219,16 @@ class Replay:
         outcome, tripped = core.record(state.record, answers, signals=judged)
         error = state.error
         if error is not None and core.refusal_stands(state.record, outcome):
-            self._verdict = _verdict_of(error, state.index)
+            self._verdict = _verdict_of(error, state.index, answers)
         elif tripped is not None:
-            self._verdict = _verdict_of(core.loop(tripped, state.record), state.index)
+            self._verdict = _verdict_of(core.loop(tripped, state.record), state.index, answers)
         else:
             self._verdict = OK
+            self._answers = answers
 
 
-def _verdict_of(error: LoopDetected, index: int) -> Verdict:
-    return Verdict(error.loop, index)
+def _verdict_of(error: LoopDetected, index: int, answers: BatchAnswers | None) -> Verdict:
+    return Verdict(error.loop, index, answers)
 
 
 def replay(

@@ -9,6 +9,10 @@ anything; its command line does. :class:`ShellClassifier` answers, for one tool 
   ``gh run view 4242``, ``sleep 60 && tail -n 3 train.log``) — an observation;
 - ``False``: a shell command that changes state, or that could not be read.
 
+Of a read-only line it also tells whether it *waits* (:meth:`ShellClassifier.is_wait`):
+``sleep 30 && tail log``, ``kubectl wait … --timeout=60s``, ``until [ -f done ]; do sleep
+5; done`` (:mod:`._shell_waits`); the detector judges such a call as a wait.
+
 The command line is attacker-controlled text. Reading it never raises on a ``str``, costs
 time linear in its length (a line longer than ``max_command_length`` is not read at all),
 and whenever the reader is unsure the answer is ``False``: calling a poll state-changing
@@ -24,6 +28,7 @@ from functools import partial
 from typing import Final
 
 from loopfuse.detector._shell_rules import compile_commands, line_is_read_only
+from loopfuse.detector._shell_waits import line_waits
 from loopfuse.detector._textcache import TextCache
 from loopfuse.detector.tools import name_words
 from loopfuse.errors import ConfigError
@@ -35,6 +40,9 @@ __all__ = [
     "DEFAULT_READ_ONLY_COMMANDS",
     "DEFAULT_SHELL_TOOLS",
     "MAX_COMMAND_LENGTH",
+    "READ_ONLY",
+    "STATE_CHANGING",
+    "WAITS",
     "ShellClassifier",
     "classify_call",
     "command_of",
@@ -53,6 +61,13 @@ MAX_COMMAND_LENGTH: Final = 4096
 
 Reading is one linear pass: the costliest 4 KiB lines (thousands of short commands) take
 a few milliseconds, and real read-only polls are far shorter (docs/shell.md)."""
+
+STATE_CHANGING: Final = 0
+"""What :meth:`ShellClassifier.reading` says of a line that changes state (or was not read)."""
+READ_ONLY: Final = 1
+"""... of a line that only reads."""
+WAITS: Final = 2
+"""... of a line that only reads and waits (for time, or for a condition)."""
 
 _MAX_JSON_ARGUMENTS: Final = 65536  # an arguments string parsed to find its command
 # The limit itself is bounded: at 64 KiB the worst line costs about 0.1 s (docs/shell.md).
@@ -105,8 +120,8 @@ class ShellClassifier:
         self._max_length = _bounded_int(max_command_length, "max_command_length", _LONGEST_LIMIT)
         table = self._table
         # Command lines are the client's (up to max_command_length): keyed by digest.
-        self._read: TextCache[bool] = TextCache(
-            partial(line_is_read_only, table=table), _bounded_int(cache_size, "cache_size")
+        self._read: TextCache[int] = TextCache(
+            partial(_reading, table=table), _bounded_int(cache_size, "cache_size")
         )
 
     def is_shell_tool(self, name: str) -> bool:
@@ -148,11 +163,41 @@ class ShellClassifier:
         >>> s.is_read_only("ls; rm -rf x"), s.is_read_only("git log > out.txt")
         (False, False)
         """
+        return self.reading(command) != STATE_CHANGING
+
+    def is_wait(self, command: str) -> bool:
+        """True when the command line only reads and waits: led by ``sleep`` (``sleep 30
+        && tail -5 build.log``), or waiting for a condition (``kubectl wait``, ``gh run
+        watch``, ``until [ -f done ]; do sleep 5; done``, any of them under ``timeout``).
+
+        >>> s = ShellClassifier()
+        >>> s.is_wait("sleep 60 && tail -n 3 train.log"), s.is_wait("tail -n 3 train.log")
+        (True, False)
+        >>> s.is_wait("sleep 5 && rm -rf build")  # a wait only reads
+        False
+        """
+        return self.reading(command) == WAITS
+
+    def reading(self, command: str) -> int:
+        """:data:`STATE_CHANGING`, :data:`READ_ONLY` or :data:`WAITS` for one command
+        line (one pass, cached)."""
         if not isinstance(command, str) or len(command) > self._max_length:
-            return False
+            return STATE_CHANGING
         if type(command) is not str:
             command = str.__str__(command)  # a plain copy: a subclass's hash is not trusted
         return self._read.call(command)
+
+    def call_reading(self, name: str, arguments: object) -> int | None:
+        """``None`` for a tool that is not a shell; for a shell call, :meth:`reading` of
+        its command line (:data:`STATE_CHANGING` when it has none).
+
+        >>> ShellClassifier().call_reading("bash", {"command": "sleep 5 && cat out.txt"})
+        2
+        """
+        if not self.is_shell_tool(name):
+            return None
+        command = self.command_of(arguments)
+        return STATE_CHANGING if command is None else self.reading(command)
 
     def classify_call(self, name: str, arguments: object) -> bool | None:
         """None for a tool that is not a shell; for a shell, whether the call only reads.
@@ -165,10 +210,15 @@ class ShellClassifier:
         >>> s.classify_call("bash", {"restart": True})  # no command line: state-changing
         False
         """
-        if not self.is_shell_tool(name):
-            return None
-        command = self.command_of(arguments)
-        return command is not None and self.is_read_only(command)
+        found = self.call_reading(name, arguments)
+        return None if found is None else found != STATE_CHANGING
+
+
+def _reading(text: str, table: dict[str, tuple[tuple[str, ...], ...]]) -> int:
+    """What one command line is (:meth:`ShellClassifier.reading`), uncached."""
+    if not line_is_read_only(text, table):
+        return STATE_CHANGING
+    return WAITS if line_waits(text) else READ_ONLY
 
 
 def _shell_patterns(patterns: Iterable[str]) -> frozenset[tuple[str, ...]]:

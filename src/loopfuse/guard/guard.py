@@ -81,8 +81,9 @@ logger = logging.getLogger("loopfuse")
 
 Mode = Literal["refuse", "warn", "note"]
 """What the guard does with a looping request: ``"refuse"`` it; ``"warn"``: note it the
-first time, refuse it when the run goes on looping, in any way, after the note; or
-forward it with a ``"note"`` for the model, every time."""
+first time, refuse it when the run goes on looping, in any way, or failing the way the
+noted loop's calls failed, after the note; or forward it with a ``"note"`` for the
+model, every time."""
 
 MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 _NOTES_KEPT: Final = 10_000
@@ -277,8 +278,10 @@ class Guard:
       ``loopfuse hook``): note a looping request the first time, refuse it when the
       conversation the note was written into (known by its tool calls' provider ids; same
       session) goes on looping, in any way (the same loop, or another shape of it: a new
-      kind or signature), within ``warn_window`` of the note; ``"refuse"`` it at once; or
-      forward it with a ``"note"`` for the model, every time.
+      kind or signature), or its newest calls failed again the very way the noted loop's
+      calls failed (:mod:`loopfuse.detector.failures`), within ``warn_window`` of the
+      note; ``"refuse"`` it at once; or forward it with a ``"note"`` for the model,
+      every time.
     - ``cache_streams``: cache streamed answers too (``stream: true``).
     - ``cache_sampled``: serve sampled requests (temperature above 0, no seed) from the
       cache too. Off by default: a caller asking for randomness gets a fresh sample.
@@ -640,16 +643,42 @@ class Guard:
             if verdict is None:
                 verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
             loop = _loop_of(verdict)
+        mode = self.settings.mode
         if loop is None:
+            if mode == "warn" and verdict is not None and self._notes:
+                again = self._failed_again(prepared, verdict)
+                if again is not None:
+                    return self._refuse(prepared, again)
             return self._forward(prepared)
         if not loop.message:  # a detector of the caller's that gave no message
             loop = replace(loop, message=f"loopfuse: loop detected ({loop.kind})")
-        mode = self.settings.mode
         if mode == "refuse":
             return self._refuse(prepared, loop)
-        if mode == "warn" and self._notes.ignored(prepared, loop, self.clock()):
-            return self._refuse(prepared, replace(loop, message=f"{loop.message} {_IGNORED_NOTE}"))
+        if mode == "warn":
+            failure = _failure_name(verdict) if loop.guard == "detector" else None
+            if self._notes.ignored(prepared, loop, self.clock(), failure):
+                ignored = replace(loop, message=f"{loop.message} {_IGNORED_NOTE}")
+                return self._refuse(prepared, ignored)
         return self._note(prepared, loop)
+
+    def _failed_again(self, prepared: PreparedRequest, verdict: ScanVerdict) -> Loop | None:
+        """``mode="warn"``: the loop a note was given about in this conversation, when the
+        request's newest calls failed again the way the calls that note came with failed
+        (:meth:`NoteMemory.failed_again <loopfuse.guard.memory.NoteMemory.failed_again>`):
+        the note was ignored, though no signal counted to its threshold again."""
+        failure = getattr(verdict, "failure", None)  # a verdict of loopfuse's detector
+        name = getattr(failure, "name", None)
+        again = getattr(failure, "again", None)
+        if type(name) is not str or not callable(again):
+            return None
+        noted = self._notes.failed_again(prepared, name, self.clock())
+        if noted is None:
+            return None
+        message = f"{again()} {_IGNORED_NOTE}"
+        tools = getattr(failure, "tools", None)
+        if type(tools) is not tuple:
+            tools = noted.tool_names
+        return replace(noted, count=noted.count + 1, tool_names=tools, message=message)
 
     # Each way out says its decision once it is made: a step that fails before it (the
     # request then fails open or closed) leaves one decision event, not two.
@@ -826,6 +855,14 @@ def build_guard(guard: Guard | None, options: GuardOptions) -> Guard:
         names = ", ".join(sorted(options))
         raise ConfigError(f"pass either guard= or the guard's options ({names}), not both")
     return guard
+
+
+def _failure_name(verdict: ScanVerdict | None) -> str | None:
+    """The name of the failure the calls of a looping request got
+    (:attr:`loopfuse.detector.Verdict.failure`), when its verdict tells it."""
+    failure = getattr(verdict, "failure", None)
+    name = getattr(failure, "name", None)
+    return name if type(name) is str else None
 
 
 def _loop_of(verdict: ScanVerdict) -> Loop | None:

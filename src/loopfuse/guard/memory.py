@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Generic, TypeVar
 
 from blake3 import blake3
@@ -166,14 +166,18 @@ class _Thread:
     ids: frozenset[str]
     messages: int
     digest: bytes
+    loop: Loop | None = None  # the loop noted (its kind, guard, signature and count)
+    failure: str | None = None  # the name of the failure the note came with, if any
 
     @classmethod
-    def of(cls, prepared: PreparedRequest) -> _Thread:
+    def of(
+        cls, prepared: PreparedRequest, loop: Loop | None = None, failure: str | None = None
+    ) -> _Thread:
         ids = prepared.call_ids()
         if ids:
-            return cls(ids, 0, b"")
+            return cls(ids, 0, b"", loop, failure)
         messages = _messages(prepared)
-        return cls(ids, len(messages), _digest(messages))
+        return cls(ids, len(messages), _digest(messages), loop, failure)
 
     def continued_by(self, prepared: PreparedRequest) -> bool:
         """Whether ``prepared`` is a later request of this conversation."""
@@ -201,18 +205,27 @@ def _digest(messages: list[Any]) -> bytes:
 
 
 class NoteMemory:
-    """The conversations ``mode="warn"`` has noted a loop in, by owner: a later request of
-    one of those conversations that still loops, **in any way** (the same loop, or another
-    shape of it: the same failing check under a new signature), ignored its note
-    (issue 27; before, only the noted loop's own kind and signature escalated).
+    """The conversations ``mode="warn"`` has noted a loop in, by owner. A later request of
+    one of those conversations ignored its note (issue 27) when it still loops, **in any
+    way** (the same loop, or another shape of it: a new kind or signature), or when its
+    newest calls failed again the very way the calls the note came with failed
+    (:meth:`failed_again`: the same failure, :mod:`loopfuse.detector.failures`), though
+    no signal has counted to its threshold again. Before issue 27 only the noted loop's
+    own kind and signature escalated.
 
     >>> from loopfuse import Guard
     >>> prepared = Guard().prepare(b'{"messages": [{"role": "user", "content": "hi"}]}')
     >>> notes = NoteMemory(capacity=100, ttl=600.0)
     >>> loop = Loop("repeat", "detector", "ls:1f", 3)
-    >>> notes.ignored(prepared, loop, now=0.0), notes.ignored(prepared, loop, now=1.0)
-    (False, True)
+    >>> notes.ignored(prepared, loop, now=0.0, failure="f1")
+    False
+    >>> notes.ignored(prepared, loop, now=1.0)
+    True
     >>> notes.ignored(prepared, Loop("error_streak", "detector", "answer:9c", 4), now=2.0)
+    True
+    >>> notes.failed_again(prepared, "f2", now=3.0) is None
+    True
+    >>> notes.failed_again(prepared, "f1", now=3.0) == loop
     True
     """
 
@@ -223,14 +236,35 @@ class NoteMemory:
             capacity, ttl
         )
 
-    def ignored(self, prepared: PreparedRequest, loop: Loop, now: float) -> bool:
+    def ignored(
+        self, prepared: PreparedRequest, loop: Loop, now: float, failure: str | None = None
+    ) -> bool:
         """Whether ``prepared`` goes on, looping (``loop``, whatever it is), in a
         conversation that was noted about a loop within the window; if not, its
-        conversation is remembered as noted (the caller notes it)."""
+        conversation is remembered as noted about ``loop``, whose calls failed as
+        ``failure`` names (the caller notes it)."""
         key = (prepared.owner(),)
         noted = self._records.get(key, now) or ()
         if any(thread.continued_by(prepared) for thread in noted):
             return True
         # Not this conversation's note (another run of the same prompt, say): it is noted.
-        self._records.put(key, (*noted[-(_THREADS_KEPT - 1) :], _Thread.of(prepared)), now)
+        # Only what a refusal for the failure again reads: its message is made then.
+        thread = _Thread.of(prepared, replace(loop, tool_names=(), message=""), failure)
+        self._records.put(key, (*noted[-(_THREADS_KEPT - 1) :], thread), now)
         return False
+
+    def __len__(self) -> int:
+        """Owners with a note remembered (expired ones included until they are trimmed)."""
+        return len(self._records)
+
+    def failed_again(self, prepared: PreparedRequest, failure: str, now: float) -> Loop | None:
+        """The loop noted within the window in the conversation ``prepared`` continues,
+        if the calls that note came with failed as ``failure`` names (its newest calls
+        failed that way again: the note was ignored); else ``None``."""
+        if not self._records:
+            return None  # no note anywhere: nothing to look up
+        noted = self._records.get((prepared.owner(),), now)
+        for thread in noted or ():
+            if thread.failure == failure and thread.loop and thread.continued_by(prepared):
+                return thread.loop
+        return None

@@ -12,8 +12,12 @@ vocabulary (:mod:`loopfuse.harness.generic`) judges every tool nobody declared.
 
 The detector names no harness: its ``harness`` setting names one (or ``"auto"``: every
 harness, each tool by the harness that declares it; or ``"generic"``: none), and
-:func:`reader_for` hands it the :class:`~loopfuse.harness.base.CallReader` to ask. Adding a
-harness is adding one module here and its name to
+:func:`reader_for` hands it the :class:`~loopfuse.harness.base.CallReader` to ask. Two
+readings hold for every harness, whatever the setting, as they did before harnesses had
+homes: what editor and file tools do to files (:func:`file_tools`: an editor's arguments
+say what it does, whoever defined it), and how the frameworks answer a call they could
+not run (:func:`not_run_answers`: the tool called does not exist, so no harness setting
+could name it). Adding a harness is adding one module here and its name to
 :data:`~loopfuse.harness.base.HARNESSES`.
 
 >>> reader_for("codex").kind("write_stdin", {"chars": ""})
@@ -33,20 +37,32 @@ from loopfuse.harness.base import (
     _NO_CONVENTION,
     HARNESSES,
     CallReader,
+    FileAccess,
     Harness,
+    NotRunAnswers,
     Tool,
     ToolKind,
     structured_failure,
+)
+from loopfuse.harness.generic import (
+    DEFAULT_FILE_TOOLS,
+    DEFAULT_NOT_RUN_PATTERN,
+    DEFAULT_NOT_RUN_STARTS,
 )
 
 __all__ = [
     "HARNESSES",
     "HARNESS_SETTINGS",
+    "NOT_RUN_ORDER",
     "CallReader",
+    "FileAccess",
     "Harness",
+    "NotRunAnswers",
     "Tool",
     "ToolKind",
+    "file_tools",
     "harness_named",
+    "not_run_answers",
     "reader_for",
     "structured_failure",
 ]
@@ -176,3 +192,63 @@ def reader_for(setting: str) -> CallReader | None:
     if setting == "auto":
         return _Every(tuple(harness_named(name) for name in HARNESSES))
     return harness_named(setting)
+
+
+@cache
+def file_tools() -> dict[str, FileAccess]:
+    """Every editor and file tool a harness declares, by its own name, with what its calls
+    do to files (:attr:`Tool.files`), and the generic ones
+    (:data:`~loopfuse.harness.generic.DEFAULT_FILE_TOOLS`): what
+    :mod:`loopfuse.detector.editors` reads, whatever the ``harness`` setting.
+
+    >>> tools = file_tools()
+    >>> tools["str_replace_editor"], tools["apply_patch"], tools["Read"]
+    (<FileAccess.BY_COMMAND: 'command'>, <FileAccess.EDITS: 'edit'>, <FileAccess.READS: 'read'>)
+    """
+    found = {name: FileAccess(access) for name, access in DEFAULT_FILE_TOOLS}
+    for harness in (harness_named(name) for name in HARNESSES):
+        for tool in harness.tools:
+            if tool.files is None:
+                continue
+            known = found.setdefault(tool.name, tool.files)
+            if known is not tool.files:  # two harnesses disagree: a table to fix, not a guess
+                raise ValueError(f"{tool.name}: {known} or {tool.files}? ({harness.name})")
+    return found
+
+
+NOT_RUN_ORDER: Final[tuple[str, ...]] = (
+    "langchain",
+    "generic",
+    "openai_agents",
+    "pydantic_ai",
+    "smolagents",
+    "crewai",
+    "openhands",
+)
+"""The order the frameworks' :class:`NotRunAnswers` are tried in (``generic``: the plain
+forms of :mod:`loopfuse.harness.generic`): each alternative starts with its own literal,
+so the order only settles an answer two of them would both read."""
+
+
+@cache
+def not_run_answers() -> NotRunAnswers:
+    """Every framework's answers to a call it could not run, as one
+    :class:`NotRunAnswers` (the harnesses in :data:`NOT_RUN_ORDER`, then any other that
+    declares some): what :mod:`loopfuse.detector.errors` reads, for every harness.
+
+    >>> "is not a valid tool" in not_run_answers().pattern
+    True
+    """
+    order = [*NOT_RUN_ORDER, *(name for name in HARNESSES if name not in NOT_RUN_ORDER)]
+    parts: list[NotRunAnswers] = []
+    for name in order:
+        if name == "generic":
+            parts.append(NotRunAnswers(DEFAULT_NOT_RUN_PATTERN, DEFAULT_NOT_RUN_STARTS))
+        elif (answers := harness_named(name).not_run) is not None:
+            parts.append(answers)
+    return NotRunAnswers(
+        "|".join(part.pattern for part in parts if part.pattern),
+        tuple(dict.fromkeys(start for part in parts for start in part.starts)),
+        tuple(dict.fromkeys(end for part in parts for end in part.ends)),
+        "|".join(part.label for part in parts if part.label),
+    )

@@ -16,10 +16,10 @@ Adding a CLI is adding its module and one line to :data:`AGENT_CLIS`.
 >>> event = cli.parse(cli.probe_event("s"))
 >>> event.agent, event.phase, event.tool_name
 ('gemini', 'before', 'loopfuse-doctor')
->>> agent_cli("nobody")
+>>> agent_cli("nobody")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen
+loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen, ...
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from loopfuse.errors import ConfigError
 if TYPE_CHECKING:
     from loopfuse.harness.base import Harness
     from loopfuse.harness.installers import Ours
+    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = [
     "AGENT_CLIS",
@@ -142,7 +143,7 @@ class HookInstaller(Protocol):
 
 
 class AgentCli(abc.ABC):
-    """One coding-agent CLI as loopfuse's hook, init and doctor see it.
+    """One coding-agent CLI as loopfuse's hook, init, doctor and scan see it.
 
     Subclasses set the class attributes and implement the abstract methods; the
     module exports one instance as ``CLI``.
@@ -173,6 +174,9 @@ class AgentCli(abc.ABC):
     after_install: str = ""
     """What ``loopfuse init`` tells the user to do once it has installed the hook, if the
     CLI needs more before it runs it (Codex: trust it)."""
+    sessions: SessionFormat | None = None
+    """Where the CLI keeps its transcripts and how ``loopfuse scan`` reads them
+    (:mod:`loopfuse.harness.transcripts`); ``None``: ``scan --agent`` cannot read them."""
 
     @property
     def events(self) -> tuple[str, ...]:

@@ -21,6 +21,10 @@ How an answer says it failed, strongest evidence first: a structured field the h
 wrote (``is_error``, ``isError``, ``status: "error"``, an exit-code field:
 :func:`structured_failure`); then the harness's own text conventions
 (:attr:`Harness.answer_failed`); the generic text heuristics only when neither is known.
+A framework that answers a call it could not run in words of its own (``Tool 'x' not
+found.``) says how (:class:`NotRunAnswers`): those words are read, for every harness, by
+:mod:`loopfuse.detector.errors`. An editor or file tool says what its calls do to files
+(:class:`FileAccess`): read by :mod:`loopfuse.detector.editors`.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from typing import Final, Protocol
 __all__ = [
     "HARNESSES",
     "CallReader",
+    "FileAccess",
     "Harness",
+    "NotRunAnswers",
     "Tool",
     "ToolKind",
     "structured_failure",
@@ -52,6 +58,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "langchain",
     "openai_agents",
     "pydantic_ai",
+    "crewai",
 )
 """The harnesses with a module of their own in :mod:`loopfuse.harness`, by module name."""
 
@@ -74,15 +81,52 @@ class ToolKind(enum.StrEnum):
     """Changes state."""
 
 
+class FileAccess(enum.StrEnum):
+    """What the calls of an editor or file tool do to files (:mod:`loopfuse.detector.editors`
+    reads their arguments)."""
+
+    READS = "read"
+    """Only reads files (``Read``, ``read_file``, ``glob``)."""
+    EDITS = "edit"
+    """Changes the file its arguments name (``Edit``, ``write_file``, ``apply_patch``)."""
+    BY_COMMAND = "command"
+    """Its ``command`` argument says (the text editor protocol of ``str_replace_editor``:
+    :data:`~loopfuse.harness.generic.TEXT_EDITOR_READS` and ``_EDITS``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotRunAnswers:
+    """How a framework answers a call it could not run (a tool that does not exist,
+    arguments the tool does not take, a tool that raised), in place of the tool's answer.
+
+    ``pattern`` holds regular-expression alternatives (``|``), each starting with its own
+    literal, matched at the start of an answer, a line at most ``FRAMEWORK_HEAD`` long;
+    its named groups mark what changes from one such answer to the next: ``u…`` the
+    invented tool's name, ``a…`` arguments echoed back, ``i…`` a call id (group names
+    are unique across every harness). ``starts`` are the literals its alternatives begin
+    with (a cheap filter), ``ends`` the sentences some such answers end with, and
+    ``label`` a pattern of what may come before such an answer (a ``Call id:`` line)."""
+
+    pattern: str = ""
+    starts: tuple[str, ...] = ()
+    ends: tuple[str, ...] = ()
+    label: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     """One tool of a harness: its exact ``name`` as the harness sends it, its ``kind``,
     and, when one argument changes what a call is, that ``argument`` and the kind a call
-    has when it is absent or empty (``when_empty``).
+    has when it is absent or empty (``when_empty``), or when it matches ``matching``
+    (``when_matching``).
 
     >>> poll = Tool("write_stdin", ToolKind.OTHER, argument="chars", when_empty=ToolKind.WAIT)
     >>> poll.kind_for({"session_id": 3, "chars": ""}), poll.kind_for({"chars": "y\\n"})
     (<ToolKind.WAIT: 'wait'>, <ToolKind.OTHER: 'other'>)
+    >>> read = Tool("Read", ToolKind.READ, argument="file_path",
+    ...             matching=re.compile(r"[.]output\\Z"), when_matching=ToolKind.WAIT)
+    >>> read.kind_for({"file_path": "/tmp/t/b1.output"}), read.kind_for({"file_path": "a.py"})
+    (<ToolKind.WAIT: 'wait'>, <ToolKind.READ: 'read'>)
     """
 
     name: str
@@ -92,13 +136,37 @@ class Tool:
     prose: tuple[str, ...] = ()
     """Arguments that are the model's prose about the call, not the call (a shell's
     ``description``): the same call with other prose is the same call."""
+    matching: re.Pattern[str] | None = None
+    """With ``argument``: a call whose ``argument`` (a string, up to
+    :data:`_ARGUMENT_READ` characters) this pattern finds is a ``when_matching`` call."""
+    when_matching: ToolKind | None = None
+    ended: re.Pattern[str] | None = None
+    """For a wait whose answers never say the thing waited on still runs, but say when it
+    ended (a last line such as ``[exited with code 0]``): that line, looked for in an
+    answer's end. An answer that is the thing's output (``output``) without it says the
+    thing still runs."""
+    output: re.Pattern[str] | None = None
+    """With ``ended``: how an answer that is the output read starts (matched at its
+    start); any other answer (the tool's error: no such file) says nothing of a run."""
+    files: FileAccess | None = None
+    """For an editor or file tool: what its calls do to files."""
 
     def kind_for(self, arguments: object) -> ToolKind:
         """The kind of one call of this tool with ``arguments`` (a dict, or anything)."""
-        if self.argument is None or self.when_empty is None:
+        if self.argument is None:
             return self.kind
         value = arguments.get(self.argument) if type(arguments) is dict else None
-        return self.when_empty if value is None or value == "" else self.kind
+        if self.when_empty is not None and (value is None or value == ""):
+            return self.when_empty
+        if (
+            self.matching is not None
+            and self.when_matching is not None
+            and type(value) is str
+            and len(value) <= _ARGUMENT_READ
+            and self.matching.search(value) is not None
+        ):
+            return self.when_matching
+        return self.kind
 
 
 def _never(text: str) -> bool | None:
@@ -121,9 +189,9 @@ class Harness:
     generic heuristics must not read as the tool's words (looked for only in an answer
     holding one of ``frame_hints``); ``volatile`` matches the lines of an answer that
     change on every call whatever the tool did (a process id); ``failure_fields`` names
-    the
-    structured fields of its results that say whether a call failed (what its readers
-    carry to the detector as the tool message's ``is_error``).
+    the structured fields of its results that say whether a call failed (what its
+    readers carry to the detector as the tool message's ``is_error``); ``not_run`` how it
+    answers a call it could not run, in words of its own (:class:`NotRunAnswers`).
 
     >>> h = Harness("demo", "Demo", (Tool("poll", ToolKind.WAIT),), running=("running",))
     >>> h.kind("poll", {}), h.kind("mcp__x__poll", {}), h.kind("other", {})
@@ -141,10 +209,13 @@ class Harness:
     frame: re.Pattern[str] | None = None
     frame_hints: tuple[str, ...] = ()
     volatile: re.Pattern[str] | None = None
+    not_run: NotRunAnswers | None = None
     _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
+    _ends: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {tool.name: tool for tool in self.tools})
+        object.__setattr__(self, "_ends", any(tool.ended is not None for tool in self.tools))
 
     def tool(self, name: str) -> Tool | None:
         """The tool ``name`` (exact, or its own name after an ``mcp__server__`` or
@@ -180,9 +251,17 @@ class Harness:
         return None if tool is None else tool.kind_for(arguments)
 
     def still_running(self, name: str, text: str) -> bool:
-        """Whether ``text``, the answer to a wait, says the thing waited on still runs."""
+        """Whether ``text``, the answer to a wait, says the thing waited on still runs:
+        one of :attr:`running` in its first or last lines, or, for a tool that says when
+        the thing ended (:attr:`Tool.ended`), no such line at its end."""
         if type(text) is not str:
             return False
+        if self._ends:
+            tool = self.tool(name)
+            if tool is not None and tool.ended is not None:
+                if tool.output is not None and tool.output.match(text, 0, _MARKER_READ) is None:
+                    return False  # not the output: an error says nothing of a run
+                return tool.ended.search(text[-_MARKER_READ:]) is None
         if not self.running:
             return False
         # The markers sit in an answer's first lines (Codex, Claude Code) or its last
@@ -251,6 +330,7 @@ class CallReader(Protocol):
 
 
 _FRAME_READ: Final = 1024  # characters of an answer's end searched for its frame's lines
+_ARGUMENT_READ: Final = 4096  # longest argument value a Tool's ``matching`` is tried on
 _MARKER_READ: Final = 512  # characters of each end of an answer searched for a marker
 _NAMESPACE_SEPARATORS: Final = ("__", ".", ":", "/")
 

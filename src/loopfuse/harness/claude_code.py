@@ -5,6 +5,11 @@ Facts observed with Claude Code 2.1 (``../shared/agent-clis``) and in real trans
 - ``Bash`` runs a command line; ``BashOutput`` (``TaskOutput`` in later versions) reads
   the output of a shell started with ``run_in_background``: a **wait**, whose answer says
   ``<status>running</status>`` while the shell runs; ``KillShell`` / ``KillBash`` stop it.
+  2.1.328 removed ``TaskOutput``: the model reads (``Read``) the background command's output
+  file (``…/tasks/<id>.output``, the path its start answer names), which ends with
+  ``[exited with code N]`` (``[killed]``) once the command ended: such a ``Read`` is a
+  wait, on something still running until that line comes. Its ``Monitor`` (a deferred
+  tool) runs a command line in the background (judged by what it runs).
 - ``Read``, ``Grep``, ``Glob``, ``LS``, ``NotebookRead`` only read; ``Edit``,
   ``MultiEdit``, ``Write``, ``NotebookEdit`` are its editors; ``WebFetch`` and
   ``WebSearch`` read the web (costly).
@@ -17,10 +22,29 @@ Facts observed with Claude Code 2.1 (``../shared/agent-clis``) and in real trans
 (<ToolKind.WAIT: 'wait'>, <ToolKind.SHELL: 'shell'>)
 >>> HARNESS.still_running("BashOutput", "<status>running</status>\\n<stdout>..")
 True
+>>> HARNESS.kind("Read", {"file_path": "/tmp/claude-0/p/s/tasks/b1x2.output"})
+<ToolKind.WAIT: 'wait'>
+>>> HARNESS.still_running("Read", "1\\tstarted\\n"), HARNESS.still_running("Read", "1\\t[killed]")
+(True, False)
+>>> HARNESS.still_running("Read", "File does not exist.")  # an error says nothing of a run
+False
 
 Its hooks (:data:`CLI`): the protocol it set (:mod:`~loopfuse.harness.json_hooks`), in
 ``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR``) or a project's
 ``.claude/settings.json``.
+
+Its transcripts (:data:`SESSIONS`): ``~/.claude/projects/<cwd>/<session>.jsonl``
+(``$CLAUDE_CONFIG_DIR`` moves ``~/.claude``), subagents in
+``<session>/subagents/*.jsonl``, replayed as Anthropic ``messages``. One line per
+content block: the blocks of one answer share its ``message.id`` and are joined back
+into one assistant message (its ``usage`` counted once); a line whose ``uuid`` was
+already read is a duplicate and skipped. Subagents are their own runs: their own file
+(``subagents/agent-*.jsonl``) or, in older versions, ``isSidechain`` lines of the
+session's file (one run per ``agentId``, or per chain). A resumed session (``--resume``,
+``--continue``) is written to a new file that starts with a copy of the session it
+continues (lines keeping the earlier ``sessionId``): when that earlier session's file
+is beside it, the copy is replayed as context only (the earlier file reports it), so
+nothing is counted twice.
 """
 
 from __future__ import annotations
@@ -28,14 +52,23 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.installers import HooksMap
 from loopfuse.harness.json_hooks import JsonHooksCli
+from loopfuse.harness.transcripts import (
+    AgentRun,
+    Lines,
+    SessionFolder,
+    SessionFormat,
+    run_meta,
+    text_or_none,
+)
 
-__all__ = ["CLI", "HARNESS", "ClaudeCodeCli", "exit_code"]
+__all__ = ["CLI", "HARNESS", "SESSIONS", "ClaudeCodeCli", "ClaudeCodeSessions", "exit_code"]
 
 _EXIT: Final = re.compile(r"\AExit code (\d+)\b")
 
@@ -65,15 +98,28 @@ HARNESS: Final = Harness(
         Tool("TaskOutput", _WAIT),
         Tool("KillShell", _OTHER),
         Tool("KillBash", _OTHER),
-        Tool("Read", _READ),
-        Tool("Grep", _READ),
-        Tool("Glob", _READ),
-        Tool("LS", _READ),
-        Tool("NotebookRead", _READ),
-        Tool("Edit", _EDITOR),
-        Tool("MultiEdit", _EDITOR),
-        Tool("Write", _EDITOR),
-        Tool("NotebookEdit", _EDITOR),
+        Tool(
+            "Read",
+            _READ,
+            argument="file_path",
+            matching=re.compile(r"/tasks/[A-Za-z0-9_-]{1,64}\.output\Z"),
+            when_matching=_WAIT,
+            files=FileAccess.READS,
+            ended=re.compile(
+                r"\[(?:exited with code -?\d{1,4}|killed|stopped|timed out)[^\]\n]{0,64}\]"
+            ),
+            # numbered lines (a transcript), or the file object a hook is given
+            output=re.compile(r'[ \t]{0,16}\d{1,9}(?:\t|\u2192)|\{"file":\{'),
+        ),
+        Tool("Monitor", _SHELL, prose=("description",)),
+        Tool("Grep", _READ, files=FileAccess.READS),
+        Tool("Glob", _READ, files=FileAccess.READS),
+        Tool("LS", _READ, files=FileAccess.READS),
+        Tool("NotebookRead", _READ, files=FileAccess.READS),
+        Tool("Edit", _EDITOR, files=FileAccess.EDITS),
+        Tool("MultiEdit", _EDITOR, files=FileAccess.EDITS),
+        Tool("Write", _EDITOR, files=FileAccess.EDITS),
+        Tool("NotebookEdit", _EDITOR, files=FileAccess.EDITS),
         Tool("WebFetch", _COSTLY),
         Tool("WebSearch", _COSTLY),
         Tool("TodoWrite", _OTHER),
@@ -84,6 +130,161 @@ HARNESS: Final = Harness(
     failure_fields=("is_error",),
 )
 """Claude Code's tools and conventions."""
+
+
+# --- its transcripts --------------------------------------------------------------------
+
+_SESSION_ID: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
+_ONLY_TYPES: Final = frozenset({"summary", "file-history-snapshot"})
+
+
+class ClaudeCodeSessions(SessionFormat):
+    """Claude Code's transcripts: one record a line, each with its ``sessionId``."""
+
+    agent = "claude-code"
+    priority = 40
+    starts = (re.compile(rb'\{\s*"parentUuid"\s*:'),)
+
+    def folder(self, env: Mapping[str, str]) -> SessionFolder:
+        """``projects`` in ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``)."""
+        home = Path(env.get("HOME") or Path.home())
+        base = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+        return SessionFolder(self.agent, (base / "projects",), "CLAUDE_CONFIG_DIR")
+
+    def recognises(self, record: dict[str, Any]) -> bool:
+        """Any record with a ``sessionId`` (the loosest test: asked after the CLIs that
+        share the envelope), or a summary or file snapshot."""
+        kind = record.get("type")
+        return "sessionId" in record or (isinstance(kind, str) and kind in _ONLY_TYPES)
+
+    def read_runs(self, name: str, path: Path | None, lines: Lines) -> list[AgentRun]:
+        """The session's run, and each subagent's of its file."""
+        return _claude_runs(name, path, lines)
+
+
+@dataclass(slots=True)
+class _ClaudeRun:
+    """The messages of one Claude Code run (the session, or one subagent)."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[str | None] = field(default_factory=list)  # each message's sessionId
+    times: list[str | None] = field(default_factory=list)  # each message's timestamp
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # message.id -> message
+    first: dict[str, Any] = field(default_factory=dict)
+    last: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+
+    def add(self, record: dict[str, Any], message: dict[str, Any]) -> None:
+        if not self.first:
+            self.first = record
+        self.last = record
+        content = message.get("content")
+        if record.get("type") == "assistant":
+            model = text_or_none(message.get("model"))
+            if model is not None and model != "<synthetic>":  # Claude Code's own notes
+                self.model = model
+            answer_id = text_or_none(message.get("id"))
+            same = self.answers.get(answer_id) if answer_id else None
+            if same is not None:  # the next content block of an answer already read
+                same["content"].extend(_blocks(content))
+                if isinstance(message.get("usage"), dict):
+                    same["usage"] = message["usage"]
+                return
+            answer: dict[str, Any] = {"role": "assistant", "content": _blocks(content)}
+            if isinstance(message.get("usage"), dict):
+                answer["usage"] = message["usage"]
+            if answer_id:
+                self.answers[answer_id] = answer
+            self._append(answer, record)
+        else:
+            self._append({"role": "user", "content": content}, record)
+
+    def _append(self, message: dict[str, Any], record: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self.sessions.append(text_or_none(record.get("sessionId")))
+        self.times.append(text_or_none(record.get("timestamp")))
+
+    def history(self, folder: Path | None) -> tuple[int, str | None]:
+        """How many leading messages copy earlier sessions and are reported by a file
+        in ``folder``, and the session they continue. A copy can hold several sessions
+        (a resumed session resumed again): the file of the last one found beside holds
+        all that comes before it."""
+        current = self.sessions[-1] if self.sessions else None
+        if folder is None or current is None:
+            return 0, None
+        count, continues = 0, None
+        beside: dict[str, bool] = {}
+        for index, session in enumerate(self.sessions):
+            if session == current:
+                break
+            if session is None or not _SESSION_ID.fullmatch(session):
+                continue  # not a name Claude Code gives a file
+            if session not in beside:
+                beside[session] = (folder / f"{session}.jsonl").is_file()
+            if beside[session]:
+                count, continues = index + 1, session
+        return count, continues
+
+
+def _blocks(content: object) -> list[Any]:
+    if isinstance(content, list):
+        return list(content)
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return []
+
+
+def _claude_runs(name: str, path: Path | None, lines: Lines) -> list[AgentRun]:
+    runs: dict[str, _ClaudeRun] = {}
+    seen: set[str] = set()
+    chains: dict[str, str] = {}  # a sidechain line's uuid -> its run
+    for number, record in lines:
+        if record.get("type") not in ("user", "assistant"):
+            continue  # summaries, snapshots, system notes, attachments: not sent as turns
+        message = record.get("message")
+        if not isinstance(message, dict):
+            lines.problem(number, f"a {record.get('type')} line without a message object")
+            continue
+        uuid = text_or_none(record.get("uuid"))
+        if uuid is not None:
+            if uuid in seen:
+                continue  # written twice
+            seen.add(uuid)
+        key = ""
+        if record.get("isSidechain") is True:
+            parent = text_or_none(record.get("parentUuid"))
+            key = (
+                text_or_none(record.get("agentId"))
+                or chains.get(parent or "")
+                or uuid
+                or "sidechain"
+            )
+            if uuid is not None:
+                chains[uuid] = key
+        runs.setdefault(key, _ClaudeRun()).add(record, message)
+    folder = path.parent if path is not None else None
+    out = []
+    for key, run in runs.items():
+        if not run.messages:
+            continue
+        history, continues = run.history(folder) if not key else (0, None)
+        meta = run_meta(
+            agent="claude-code",
+            session=run.last.get("sessionId"),
+            project=run.first.get("cwd"),
+            started=run.times[min(history, len(run.times) - 1)],
+            model=run.model,
+            subagent=key or None,
+            continues=continues,
+        )
+        body = {"model": run.model or "", "system": [], "messages": run.messages}
+        label = name if len(runs) == 1 or not key else f"{name} (subagent {key})"
+        out.append(AgentRun(label, body, meta, history))
+    return out
+
+
+SESSIONS: Final = ClaudeCodeSessions()
+"""Claude Code's transcripts."""
 
 
 class ClaudeCodeCli(JsonHooksCli):
@@ -110,6 +311,7 @@ class ClaudeCodeCli(JsonHooksCli):
         ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "PostToolBatch"),
         untargeted=frozenset({"UserPromptSubmit", "PostToolBatch"}),
     )
+    sessions = SESSIONS
 
     def answer(
         self, event_name: str, payload: dict[str, object]

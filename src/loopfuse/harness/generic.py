@@ -1,6 +1,7 @@
 """The generic harness: the names the detector knows out of the box, for tools no harness
 declared: read-only and costly tool names, shell
-tools, and the command lines that only read.
+tools, the command lines that only read, the commands that wait, the editor tools of the
+text editor protocol, and the plain answers to a call of a tool that does not exist.
 
 They are the defaults of :class:`~loopfuse.detector.DetectorSettings`'s
 ``observation_tools``, ``costly_tools``, ``shell_tools`` and ``read_only_commands``, kept
@@ -15,9 +16,18 @@ from typing import Final
 
 __all__ = [
     "DEFAULT_COSTLY_TOOLS",
+    "DEFAULT_FILE_TOOLS",
+    "DEFAULT_NOT_RUN_PATTERN",
+    "DEFAULT_NOT_RUN_STARTS",
     "DEFAULT_OBSERVATION_TOOLS",
     "DEFAULT_READ_ONLY_COMMANDS",
     "DEFAULT_SHELL_TOOLS",
+    "DEFAULT_WAITING_COMMANDS",
+    "DEFAULT_WAIT_BOUND_PHRASES",
+    "QUOTED_TOOL_NAME",
+    "TEXT_EDITOR_EDITS",
+    "TEXT_EDITOR_READS",
+    "TOOL_NAME",
 ]
 
 DEFAULT_OBSERVATION_TOOLS: Final[tuple[str, ...]] = (
@@ -79,9 +89,9 @@ _CONTAINER_SUBS: Final = (
     "container ls", "container list", "container ps", "container inspect", "container logs",
     "container top", "container port", "container stats", "image ls", "image list",
     "image inspect", "image history", "network ls", "network inspect", "volume ls",
-    "volume inspect",
+    "volume inspect", "wait", "container wait",
 )  # fmt: skip
-_COMPOSE_SUBS: Final = ("ps", "logs", "config", "images", "ls", "top", "version")
+_COMPOSE_SUBS: Final = ("ps", "logs", "config", "images", "ls", "top", "version", "wait")
 
 DEFAULT_READ_ONLY_COMMANDS: Final[tuple[str, ...]] = (
     # reading files and text
@@ -117,3 +127,52 @@ DEFAULT_READ_ONLY_COMMANDS: Final[tuple[str, ...]] = (
     *(f"{pip} {sub}" for pip in ("pip", "pip3") for sub in ("list", "show", "freeze", "check")),
 )  # fmt: skip
 """Programs and sub-commands that only read; see docs/shell.md for the argument rules."""
+
+DEFAULT_WAITING_COMMANDS: Final[tuple[str, ...]] = (
+    "kubectl wait",          # until a condition holds, or its --timeout (30 s) runs out
+    "kubectl rollout status",  # until the rollout is done, or its --timeout
+    "gh run watch",          # until the workflow run ends
+    "gh pr checks --watch",  # until the checks end (with --watch only)
+    "docker wait", "docker container wait", "podman wait", "podman container wait",
+    "docker compose wait", "docker-compose wait",  # until the containers stop
+)  # fmt: skip
+"""Read-only commands whose own job is to wait until something happens (a condition, a
+run, a container): a shell call of one is a **wait** (:mod:`loopfuse.detector._shell_waits`),
+as is a line led by ``sleep`` and a ``while`` / ``until`` loop that sleeps. A word after
+``--`` is a flag the command waits only with."""
+
+DEFAULT_WAIT_BOUND_PHRASES: Final[tuple[str, ...]] = (
+    "timed out waiting for the condition",  # kubectl wait / rollout status, its --timeout
+)
+"""Phrases a waiting command writes when its own bound ran out before the condition held
+(besides ``timeout``'s exit status 124): the thing waited on is not over."""
+
+TEXT_EDITOR_READS: Final = frozenset({"view"})
+"""The ``command`` values of a text editor tool (``str_replace_editor``: OpenHands,
+SWE-agent; Anthropic's ``str_replace_based_edit_tool``) that only read."""
+TEXT_EDITOR_EDITS: Final = frozenset({"create", "str_replace", "insert", "undo_edit", "write"})
+"""... and those that change the file its ``path`` names."""
+
+DEFAULT_FILE_TOOLS: Final[tuple[tuple[str, str], ...]] = (
+    ("str_replace_based_edit_tool", "command"),  # Anthropic's text editor tool
+    ("text_editor", "command"),
+)
+"""Editor tools no harness declares (the API's own), by own name, with what their calls
+do to files (a :class:`~loopfuse.harness.base.FileAccess` value); the harnesses declare
+theirs (:attr:`~loopfuse.harness.base.Tool.files`)."""
+
+TOOL_NAME: Final = r"[^\s'\"`,]{1,128}"
+"""A pattern of a tool name in a framework's answer: one word."""
+QUOTED_TOOL_NAME: Final = rf"'{TOOL_NAME}'|\"{TOOL_NAME}\"|`{TOOL_NAME}`"
+"""... quoted."""
+
+DEFAULT_NOT_RUN_PATTERN: Final = (
+    # MCP servers (FastMCP), the OpenAI Agents SDK, the plain form
+    rf"Tool (?P<u_plain>{QUOTED_TOOL_NAME}|{TOOL_NAME}) (?:was )?not found\b"
+    rf"|Unknown tool: (?P<u_mcp>{QUOTED_TOOL_NAME}|{TOOL_NAME})$"
+)
+"""The answers to a call of a tool that does not exist that no one framework owns
+(``Tool 'x' not found``, ``Unknown tool: x``), as a
+:class:`~loopfuse.harness.base.NotRunAnswers` pattern."""
+DEFAULT_NOT_RUN_STARTS: Final = ("Tool ", "Unknown tool")
+"""... the literals they begin with."""

@@ -10,7 +10,11 @@ its answers fail.
 - Every shell answer ends with ``[The command completed with exit code N.]`` (``[Command
   finished with exit code N]`` in older versions): a non-zero one is a failure whatever
   the output says; exit 0 is left to the other evidence. A refused action ends with
-  ``[Error occurred in processing last action]`` (read by :mod:`loopfuse.detector.errors`).
+  ``[Error occurred in processing last action]``; a call of a tool that is not there, or
+  with arguments it does not take, is answered ``Tool X is not registered. (arguments:
+  …)``, ``Missing required argument "x" in tool call y``, ``Failed to parse tool call
+  arguments: …``, ``Parameter 'x' is not allowed for function 'y'`` (its
+  ``function_calling.py``): declared here, read by :mod:`loopfuse.detector.errors`.
 
 >>> HARNESS.kind("execute_bash", {"command": ""}), HARNESS.kind("execute_bash", {"command": "ls"})
 (<ToolKind.WAIT: 'wait'>, <ToolKind.SHELL: 'shell'>)
@@ -25,7 +29,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, NotRunAnswers, Tool, ToolKind
+from loopfuse.harness.generic import TOOL_NAME
 
 __all__ = ["HARNESS"]
 
@@ -59,8 +64,8 @@ HARNESS: Final = Harness(
     tools=(
         Tool("execute_bash", _SHELL, argument="command", when_empty=_WAIT),
         Tool("terminal", _SHELL, argument="command", when_empty=_WAIT),
-        Tool("str_replace_editor", _EDITOR),
-        Tool("file_editor", _EDITOR),
+        Tool("str_replace_editor", _EDITOR, files=FileAccess.BY_COMMAND),
+        Tool("file_editor", _EDITOR, files=FileAccess.BY_COMMAND),
         Tool("browser", _COSTLY),
         Tool("fetch", _COSTLY),
         Tool("think", _READ),
@@ -69,5 +74,19 @@ HARNESS: Final = Harness(
     ),
     running=("[The command has no new output after",),
     answer_failed=_answer_failed,
+    not_run=NotRunAnswers(
+        rf"Tool (?P<u_openhands>{TOOL_NAME}) is not registered\. \(arguments:"
+        r" (?P<a_openhands>[^\n]{0,2048})\)\. Please check the tool name"
+        rf"|Missing required argument \"[^\"\n]{{1,128}}\" in tool call {TOOL_NAME}$"
+        r"|Failed to parse tool call arguments: (?P<a_openhands_parse>[^\n]{0,2048})$"
+        r"|Parameter '[^'\n]{1,128}' is not allowed for function '",
+        starts=(
+            "Tool ",
+            "Missing required argument",
+            "Failed to parse tool call arguments",
+            "Parameter '",
+        ),
+        ends=("[Error occurred in processing last action]",),
+    ),
 )
 """OpenHands' tools and conventions."""

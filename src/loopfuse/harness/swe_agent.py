@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from loopfuse.harness.base import Harness, Tool, ToolKind
+from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 
 __all__ = ["HARNESS"]
 
@@ -44,9 +44,9 @@ HARNESS: Final = Harness(
     "SWE-agent / mini-swe-agent",
     tools=(
         Tool("bash", ToolKind.SHELL),
-        Tool("str_replace_editor", ToolKind.EDITOR),
-        Tool("edit", ToolKind.EDITOR),
-        Tool("create", ToolKind.EDITOR),
+        Tool("str_replace_editor", ToolKind.EDITOR, files=FileAccess.BY_COMMAND),
+        Tool("edit", ToolKind.EDITOR, files=FileAccess.EDITS),
+        Tool("create", ToolKind.EDITOR, files=FileAccess.EDITS),
         Tool("submit", ToolKind.OTHER),
     ),
     answer_failed=_answer_failed,

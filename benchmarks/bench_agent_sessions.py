@@ -13,6 +13,7 @@ lines, Gemini's records written again under the same id). Each is read and scann
 this process (``scan_file(read_path(...))``), best of a few interleaved rounds; the
 ratio to the baseline is the number to read (the transcripts hold more lines than the
 body holds messages, so above 1x), and it must not grow with the run's length.
+``--turns 20,200`` is a smoke run (its figures noise).
 """
 
 from __future__ import annotations
@@ -85,13 +86,21 @@ def requests_of(path: Path) -> Callable[[], int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", default="2000,20000")
+    parser.add_argument(
+        "--turns", default="2000,20000", help="run lengths, comma-separated (default 2000,20000)"
+    )
     args = parser.parse_args(argv)
-    folder = Path(tempfile.mkdtemp(prefix="bench-agent-sessions-"))
+    # The inputs (tens of MB at 20,000 turns) go when the run ends, even on an error.
+    with tempfile.TemporaryDirectory(prefix="bench-agent-sessions-") as folder:
+        return measure([int(n) for n in args.turns.split(",")], Path(folder))
+
+
+def measure(sizes: list[int], folder: Path) -> int:
+    """Write each size's inputs into ``folder``, scan them and print the table."""
     print(f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}")
     print("| turns | input | size | requests | scan | vs the request body |")
     print("|---|---|---|---|---|---|")
-    for turns in (int(n) for n in args.turns.split(",")):
+    for turns in sizes:
         inputs = write_inputs(folder, turns)
         seconds, counts = best_seconds(
             [requests_of(path) for path in inputs.values()], rounds=3 if turns <= 2000 else 1
@@ -104,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
             )
         for path in inputs.values():
             path.unlink()
-    folder.rmdir()
     return 0
 
 

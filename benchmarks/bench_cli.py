@@ -14,9 +14,12 @@ quarter a loop in progress) and scans them:
 - a JSON Lines proxy log of about ``--log-mb`` MB (20,000 requests of about 5 KB: the
   requests of several agent sessions, each line the session's next request, and one
   client re-sending one request), scanned by the real command in a child process, for
-  its wall time and peak memory (``ru_maxrss``) next to the file's size.
+  its wall time and peak memory (``ru_maxrss``) next to the file's size; it must find
+  the re-sent request (exit status 1), else the benchmark fails (exit status 1).
 
-Figures move with the machine's load: compare ratios taken in one run.
+Figures move with the machine's load: compare ratios taken in one run. The inputs are
+deleted at the end unless ``--keep`` names a folder for them. ``--turns 20,200 --log-mb 1``
+is a smoke run (its figures noise).
 """
 
 from __future__ import annotations
@@ -95,8 +98,8 @@ def scan_seconds(path: Path, rounds: int) -> tuple[float, int]:
     return best, requests
 
 
-def command(path: Path) -> tuple[float, int, int]:
-    """Wall seconds, exit status and peak memory (bytes) of ``loopfuse scan PATH``."""
+def command(path: Path) -> tuple[float, int, int, str]:
+    """Wall seconds, exit status, peak memory (bytes) and stderr of ``loopfuse scan PATH``."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "loopfuse", "scan", str(path), "--no-progress"],
@@ -105,17 +108,29 @@ def command(path: Path) -> tuple[float, int, int]:
     )
     wall = time.perf_counter() - start
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, done.returncode, peak_kib * 1024
+    return wall, done.returncode, peak_kib * 1024, done.stderr.decode("utf-8", "replace")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", default="200,2000,20000")
-    parser.add_argument("--log-mb", type=int, default=100)
+    parser.add_argument(
+        "--turns", default="200,2000,20000", help="trajectory lengths, comma-separated"
+    )
+    parser.add_argument(
+        "--log-mb", type=int, default=100, help="size of the proxy log in MB (0: no log)"
+    )
     parser.add_argument("--keep", type=Path, help="write the inputs here and keep them")
     args = parser.parse_args(argv)
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-cli-"))
-    folder.mkdir(parents=True, exist_ok=True)
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        return measure(args, args.keep)
+    # Without --keep the inputs (about --log-mb MB and more) go when the run ends.
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as temporary:
+        return measure(args, Path(temporary))
+
+
+def measure(args: argparse.Namespace, folder: Path) -> int:
+    """Write the inputs into ``folder``, scan them and print the figures."""
     sizes = [int(n) for n in args.turns.split(",")]
     print(f"inputs in {folder}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}")
     print("| trajectory | size | requests | scan | per turn | vs 10x shorter |")
@@ -134,13 +149,18 @@ def main(argv: list[str] | None = None) -> int:
         previous = (turns, seconds)
     if args.log_mb:
         log, lines = write_log(folder, args.log_mb)
-        wall, status, peak = command(log)
+        wall, status, peak, stderr = command(log)
         size = log.stat().st_size
         print(
             f"\nJSON Lines log: {size / 1e6:.0f} MB, {lines:,} requests: `loopfuse scan` "
             f"{wall:.1f} s wall (exit {status}), peak memory {peak / 1e6:.0f} MB "
             f"({peak / size:.1f}x the file)"
         )
+        # The log holds one client re-sending one request: a loop, exit status 1. Any
+        # other status (or a traceback) means the figures above timed a failure.
+        if status != 1 or "Traceback" in stderr:
+            print(f"`loopfuse scan` of the log did not find its loop:\n{stderr}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -1,9 +1,10 @@
 """Benchmark of loopfuse.dedup: key building and cache inserts, as ratios to json.loads.
 
-Run: ``python benchmarks/bench_dedup.py``. Uses the deterministic ~50 KB agent request
-of ``bodies.py`` (system prompt, 15 tools, 20 tool turns, OpenAI Chat), measures
-``json.loads`` of it as the baseline in the same run, round-robin with the candidates
-(``timing.py``), and prints every other figure as a multiple of that baseline. Targets, from
+Run: ``python benchmarks/bench_dedup.py [--rounds 15]`` (``--rounds 1``: a smoke run,
+its figures noise). Uses the deterministic ~50 KB agent request of ``bodies.py`` (system
+prompt, 15 tools, 20 tool turns, OpenAI Chat), measures ``json.loads`` of it as the
+baseline in the same run, round-robin with the candidates (``timing.py``), and prints
+every other figure as a multiple of that baseline. Targets, from
 issue 4: ``RequestKey.from_str`` of a 50 KB string <= 0.6x, ``RequestKey.from_request``
 of the body <= 1.5x (with orjson), and an insert at capacity 100,000 <= 1.5x an insert
 at capacity 100. Not a test: nothing here fails on a slow machine.
@@ -11,6 +12,7 @@ at capacity 100. Not a test: nothing here fails on a slow machine.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from bodies import agent_request_bytes
 from loopfuse import intent
 from loopfuse.dedup import DedupCache, RequestKey, fnv
-from timing import interleaved, report
+from timing import add_rounds, interleaved, report
 
 
 def insert_times(capacities: tuple[int, ...], rounds: int, batch: int = 10_000) -> list[float]:
@@ -47,7 +49,10 @@ def insert_times(capacities: tuple[int, ...], rounds: int, batch: int = 10_000) 
     return best
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_rounds(parser)
+    rounds = parser.parse_args(argv).rounds
     body = agent_request_bytes()
     text = body.decode()
     print(
@@ -65,24 +70,25 @@ def main() -> None:
     }
     if fnv.c_extension_available():
         candidates["FNV-1a 64, C extension, 50 KB"] = lambda: fnv.fnv1a64(body)
-    report(interleaved(candidates, number=50), "json.loads (baseline)")
+    report(interleaved(candidates, number=50, rounds=rounds), "json.loads (baseline)")
     slow = interleaved(
         {
             "json.loads (baseline)": lambda: json.loads(body),
             "FNV-1a 64, pure Python, 50 KB": lambda: fnv.fnv1a64_py(body),
         },
         number=1,
-        rounds=5,
+        rounds=min(rounds, 5),
     )
     report(slow, "json.loads (baseline)")
 
-    small, large = insert_times((100, 100_000), rounds=15)
+    small, large = insert_times((100, 100_000), rounds=rounds)
     print(f"insert into a full cache, capacity 100:     {small * 1e9:8.0f} ns")
     print(
         f"insert into a full cache, capacity 100,000: {large * 1e9:8.0f} ns  "
         f"{large / small:5.2f}x of capacity 100  (target <= 1.50x)"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

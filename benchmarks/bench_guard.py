@@ -1,8 +1,9 @@
 """Cost of the guard's decision on one request, as ratios to ``json.loads``.
 
-Run: ``python benchmarks/bench_guard.py``. Every figure is measured in this run on this
-machine, round-robin (``timing.py``); the baseline is ``json.loads`` of the same ~50 KB
-agent request (``bodies.py``: system prompt, 20 tool turns, 15 tools, OpenAI Chat).
+Run: ``python benchmarks/bench_guard.py [--rounds 15]`` (``--rounds 1``: a smoke run, its
+figures noise). Every figure is measured in this run on this machine, round-robin
+(``timing.py``); the baseline is ``json.loads`` of the same ~50 KB agent request
+(``bodies.py``: system prompt, 20 tool turns, 15 tools, OpenAI Chat).
 
 Rows: the guard with nothing on (the parse and the bookkeeping alone); the breaker alone,
 a fresh session per request so that it never trips (the decision the issue's "1.42x"
@@ -16,6 +17,7 @@ Not a test: nothing here fails on a slow machine.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import sys
@@ -28,7 +30,7 @@ from loopfuse import Guard, RequestContext, intent
 from loopfuse.dedup.request import IGNORED_PARAMS
 from loopfuse.detector import LoopDetector
 from loopfuse.integrations.httpx import GuardTransport
-from timing import interleaved, report
+from timing import add_rounds, interleaved, report
 
 PATH = "/v1/chat/completions"
 
@@ -54,7 +56,10 @@ def transport_requests(body: bytes) -> tuple[Callable[[], object], Callable[[], 
     return (lambda: transport.handle_request(request)), (lambda: mock.handle_request(request))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_rounds(parser)
+    rounds = parser.parse_args(argv).rounds
     body = agent_request_bytes()
     print(f"python {sys.version.split()[0]}; body: {len(body):,} bytes; JSON backend: "
           f"{intent.json_backend()}")  # fmt: skip
@@ -84,8 +89,9 @@ def main() -> None:
             intent.analyse(body, ignore=IGNORED_PARAMS).parsed_intent
         ),
     }
-    report(interleaved(candidates, number=50), "json.loads (baseline)")
+    report(interleaved(candidates, number=50, rounds=rounds), "json.loads (baseline)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

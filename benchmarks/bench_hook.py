@@ -45,6 +45,8 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     claude_pre,
     codex_post,
     codex_pre,
+    copilot_post,
+    copilot_pre,
     gemini_after,
     gemini_before,
     opencode_post,
@@ -76,6 +78,8 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
         return codex_pre(command, f"call_{i}"), codex_post(command, f"call_{i}", output)
     if agent == "qwen":
         return qwen_pre(command, i), qwen_post(command, i, output)
+    if agent == "copilot":
+        return copilot_pre(command), copilot_post(command, i, output)
     if agent == "opencode":  # its plugin's events (the plugin names the CLI: --agent)
         return opencode_pre(command, i), opencode_post(command, i, output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
@@ -97,17 +101,19 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
 
 
 # The CLIs whose hook command names them (their events are not told by their shape).
-NAMED = ("opencode",)
+NAMED = ("copilot", "opencode")
 
 
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
     state = root / agent
     now = time.time()
+    # The CLIs whose inputs do not name their event are named by the command (as init
+    # writes it); the others are told by their payload.
     named = ["--agent", agent] if agent in NAMED else []
     for i in range(calls):  # a real session's state, filled in this process
         for payload in call(agent, i):
-            argv = ["--state-dir", str(state), *named]
-            handle(json.dumps(payload).encode(), argv, {}, lambda: now)
+            flags = ["--state-dir", str(state), *named]
+            handle(json.dumps(payload).encode(), flags, {}, lambda: now)
     env = {**os.environ, "LOOPFUSE_STATE_DIR": str(state)}
     env["PYTHONPYCACHEPREFIX"] = str(root / "bytecode")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -142,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen", "opencode"):
+        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "opencode"):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m["after"]) <= 0.080 else "NO"
             print(

@@ -1,8 +1,9 @@
 """Cost of fingerprinting and of LoopBreaker checks, as ratios to ``json.loads``.
 
-Run: ``python benchmarks/bench_intent.py``. Every figure is measured in this run on
-this machine, round-robin (see ``timing.py``); the baseline is ``json.loads`` of the
-same ~47 KB agent request (system prompt, 20 tool turns, 15 tools).
+Run: ``python benchmarks/bench_intent.py [--rounds 15]`` (``--rounds 1``: a smoke run, its
+figures noise). Every figure is measured in this run on this machine, round-robin (see
+``timing.py``); the baseline is ``json.loads`` of the same ~47 KB agent request (system
+prompt, 20 tool turns, 15 tools).
 
 Targets: with orjson (the ``fast`` extra) every per-request figure -- ``fingerprint``,
 ``LoopBreaker.check_request``, ``scan`` -- within 1.3x json.loads (issue 12; ``RequestKey.
@@ -17,6 +18,7 @@ compiler uses.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from collections.abc import Callable
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from bodies import agent_request_bytes
 from loopfuse import LoopBreaker, intent, scan
 from loopfuse.intent import _json, _native
-from timing import interleaved, report
+from timing import add_rounds, interleaved, report
 
 
 def with_backend(name: str, c: bool, fn: Callable[[], object]) -> Callable[[], object]:
@@ -36,7 +38,7 @@ def with_backend(name: str, c: bool, fn: Callable[[], object]) -> Callable[[], o
     return run
 
 
-def intent_costs(body: bytes) -> None:
+def intent_costs(body: bytes, rounds: int) -> None:
     path = "/v1/chat/completions"
     breaker = LoopBreaker(window=30, max_repeats=10**9, clock=lambda: 0.0)
     candidates: dict[str, Callable[[], object]] = {
@@ -60,14 +62,14 @@ def intent_costs(body: bytes) -> None:
             candidates[f"loopfuse.scan {tag}"] = with_backend(name, c, lambda: scan(body))
     original = intent.json_backend()
     try:
-        results = interleaved(candidates)
+        results = interleaved(candidates, rounds=rounds)
     finally:
         _json._set_backend(original)
         _native.set_c_extension(_native._BUILT is not None)
     report(results, "json.loads (baseline)")
 
 
-def session_costs() -> None:
+def session_costs(rounds: int) -> None:
     """``check`` with N live sessions, each check on a random one of them (fake clock)."""
     candidates: dict[str, Callable[[], object]] = {}
     for sessions in (1, 100, 10_000, 100_000):
@@ -85,20 +87,24 @@ def session_costs() -> None:
             breaker.check(names[i], i & 3)
 
         candidates[f"LoopBreaker.check, {sessions:,} live sessions"] = one
-    results = interleaved(candidates, number=2000, rounds=9)
+    results = interleaved(candidates, number=2000, rounds=min(rounds, 9))
     report(results, "LoopBreaker.check, 1 live sessions")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_rounds(parser)
+    rounds = parser.parse_args(argv).rounds
     body = agent_request_bytes()
     print(
         f"body: {len(body):,} bytes; orjson installed: {_json._orjson is not None}; "
         f"C extension built: {_native._BUILT is not None}"
     )
-    intent_costs(body)
+    intent_costs(body, rounds)
     print()
-    session_costs()
+    session_costs(rounds)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -12,6 +12,10 @@ rounds with ``time.perf_counter``:
 ``json.loads`` of the body (the baseline), ``extract_intent`` (the shared intent layer
 ``scan`` walks) and ``scan``, each as a ratio of the baseline. The target is ``scan`` <=
 1.5x ``json.loads``.
+
+``--turns`` is at least 24 (``MIN_TURNS``): the looping body's last quarter must be a loop
+the default detector stops (6 repeats of one failing call), and each body's verdict is
+checked before it is timed. ``--turns 24 --repeat 1`` is a smoke run (its figures noise).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import Any
 
 from loopfuse.detector import LoopDetector, scan
 from loopfuse.intent import extract_intent, json_backend
+
+MIN_TURNS = 24  # a last quarter of 6 turns: the default detector stops a loop that long
 
 WORDS = (
     "def", "class", "return", "self", "value", "error", "import", "from", "None", "True",
@@ -130,10 +136,14 @@ def best_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument(
+        "--turns", type=int, default=200, help=f"turns per body (default 200, at least {MIN_TURNS})"
+    )
+    parser.add_argument("--repeat", type=int, default=50, help="interleaved rounds, best kept")
     parser.add_argument("--profile", action="store_true", help="cProfile scan of the body")
     args = parser.parse_args(argv)
+    if args.turns < MIN_TURNS or args.repeat < 1:
+        parser.error(f"--turns must be at least {MIN_TURNS} and --repeat at least 1")
     turns = build_turns(args.turns)
     looping = build_turns(args.turns, loop_tail=args.turns // 4)
     # The last answer is an error: the answer-based signals could fire, so scan replays

@@ -1,9 +1,10 @@
 """Benchmark of the Redis store: round trips per guard step, and checks per second.
 
-Run: ``python benchmarks/bench_store.py`` (starts its own ``redis-server`` on a free
-loopback port; or pass ``--url redis://host:port/0`` to use a running one: it writes
-under a fresh key prefix and deletes nothing else). Needs ``redis-server`` and the
-``redis`` package. Prints:
+Run: ``python benchmarks/bench_store.py [--seconds 3] [--rounds 15]`` (starts its own
+``redis-server`` on a free loopback port; or pass ``--url redis://host:port/0`` to use a
+running one: it writes under a fresh key prefix and deletes nothing else). Needs
+``redis-server`` and the ``redis`` package. ``--seconds 0.1 --rounds 1`` is a smoke run
+(its figures noise). Prints:
 
 - round trips per step (must be 1): counted on the client (every command sent) and on
   the server (``INFO commandstats``: one ``EVALSHA`` per breaker check, and the
@@ -46,7 +47,7 @@ from loopfuse import DedupCache, LoopBreaker, RequestKey
 from loopfuse.stores import MISS
 from loopfuse.stores.memory import MemoryBreakerStore, MemoryCacheStore
 from loopfuse.stores.redis import AsyncRedisStore, RedisStore
-from timing import interleaved, report
+from timing import add_rounds, interleaved, report
 
 DIGEST = bytes(range(32))
 NO_RETRY = Retry(NoBackoff(), 0)
@@ -151,7 +152,7 @@ def open_circuit_breaker(prefix: str, client: Any = None) -> LoopBreaker:
     return breaker
 
 
-def per_call(url: str, prefix: str) -> None:
+def per_call(url: str, prefix: str, rounds: int) -> None:
     body = agent_request_bytes()
     store = RedisStore(redis.Redis.from_url(url), prefix)
     memory_breaker = MemoryBreakerStore()
@@ -183,8 +184,11 @@ def per_call(url: str, prefix: str) -> None:
         "Redis store: cache get (hit)": lambda: store.get(1, DIGEST, now()),
         "Redis store: cache set": lambda: store.set(2, DIGEST, "answer", 60.0, now()),
     }
-    print("seconds per call, best of 15 interleaved rounds:")
-    report(interleaved(candidates, number=200), "json.loads of the 50 KB body (baseline)")
+    print(f"seconds per call, best of {rounds} interleaved rounds:")
+    report(
+        interleaved(candidates, number=200, rounds=rounds),
+        "json.loads of the 50 KB body (baseline)",
+    )
     assert store.get(1, DIGEST, now()) is not MISS
     assert open_breaker.store.circuit.state == "open"  # type: ignore[union-attr]
     assert down_store.circuit.opened == 0
@@ -248,6 +252,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="a running Redis (default: start redis-server)")
     parser.add_argument("--seconds", type=float, default=3.0, help="per throughput run")
+    add_rounds(parser)
     options = parser.parse_args()
     server, url = (None, options.url) if options.url else start_server()
     logging.getLogger("loopfuse").setLevel(logging.ERROR)  # the failures below are on purpose
@@ -257,7 +262,7 @@ def main() -> None:
         print(f"python {sys.version.split()[0]}, redis-py {redis.__version__}, ", end="")
         print(f"redis-server {info['redis_version']}, {url}")
         round_trips(url, prefix)
-        per_call(url, prefix)
+        per_call(url, prefix, options.rounds)
         print("LoopBreaker.check per second on the Redis store (1000 sessions per process):")
         for processes in (1, 4):
             rate = throughput(url, prefix, processes, options.seconds)

@@ -243,3 +243,7 @@ def run_agent(
         stdout, stderr = process.communicate()
         pytest.fail(f"{agent} ran over {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
     return Run(process.returncode, stdout, stderr)
+
+
+# --- GitHub Copilot CLI (its runs: tests/test_e2e_copilot.py) --------------------------------
+EXECUTABLES["copilot"] = "copilot"

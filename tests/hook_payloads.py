@@ -189,6 +189,46 @@ def claude_batch(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
     }
 
 
+# --- GitHub Copilot CLI 1.0.102 (its own camelCase events: no event name, no call id) ---------
+
+COPILOT_COMMON: dict[str, Any] = {
+    "sessionId": "2f6c1d0e-4b8a-4c1e-9d3f-7a5b6c8d9e0f",
+    "timestamp": 1796556339192,
+    "cwd": "/home/dev/p",
+}
+
+
+def copilot_pre(command: str, description: str = "Run it") -> dict[str, Any]:
+    """``preToolUse`` of a ``bash`` call."""
+    return {
+        **COPILOT_COMMON,
+        "toolName": "bash",
+        "toolArgs": {"command": command, "description": description},
+    }
+
+
+def copilot_post(command: str, shell: int, output: str, code: int = 0) -> dict[str, Any]:
+    """``postToolUse`` of a ``bash`` call, the ``shell``-th of its session: a command that
+    exits non-zero is a success too, its exit code only in the answer's last line."""
+    return {
+        **copilot_pre(command),
+        "toolResult": {
+            "resultType": "success",
+            "textResultForLlm": f"{output}\n<shellId: {shell} completed with exit code {code}>",
+        },
+    }
+
+
+def copilot_failure(path: str, error: str = "Path does not exist") -> dict[str, Any]:
+    """``postToolUseFailure``: a ``view`` of a missing path."""
+    return {**COPILOT_COMMON, "toolName": "view", "toolArgs": {"path": path}, "error": error}
+
+
+def copilot_prompt(text: str = "try again") -> dict[str, Any]:
+    """``userPromptSubmitted``: the user's prompt."""
+    return {**COPILOT_COMMON, "prompt": text}
+
+
 # --- OpenCode: the events of loopfuse's plugin (tests/recorded/agent-clis/opencode/) ----------
 
 OPENCODE_SESSION = "ses_db43e92b8ffevG9qovRZJTHc2D"

@@ -91,9 +91,11 @@ def parse_event(payload: object, agent: str | None = None) -> HookEvent:
     """
     if not isinstance(payload, dict):
         raise HookPayloadError("the hook input is not a JSON object")
-    if not isinstance(payload.get("hook_event_name"), str):
-        raise HookPayloadError("the hook input has no hook_event_name")
     if agent is None:
+        # Told apart by the payload: the CLIs whose input names its event (a CLI whose
+        # input does not, Copilot CLI's, is named by the command, --agent).
+        if not isinstance(payload.get("hook_event_name"), str):
+            raise HookPayloadError("the hook input has no hook_event_name")
         cli = recognised(payload)
     elif agent in AGENT_CLIS:
         cli = agent_cli(agent)

@@ -19,7 +19,7 @@ Adding a CLI is adding its module and one line to :data:`AGENT_CLIS`.
 >>> agent_cli("nobody")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen, ...
+loopfuse.errors.ConfigError: unknown agent 'nobody'; one of claude-code, codex, gemini, qwen...
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "codex": "codex",
     "gemini": "gemini_cli",
     "qwen": "qwen_code",
+    "copilot": "copilot_cli",
     "opencode": "opencode",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which

@@ -51,6 +51,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "codex",
     "gemini_cli",
     "qwen_code",
+    "copilot_cli",
     "opencode",
     "openhands",
     "swe_agent",

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from loopfuse.harness.agent_cli import HookEvent, HookPayloadError
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.installers import HooksMap
 from loopfuse.harness.json_hooks import JsonHooksCli
@@ -312,6 +313,21 @@ class ClaudeCodeCli(JsonHooksCli):
         untargeted=frozenset({"UserPromptSubmit", "PostToolBatch"}),
     )
     sessions = SESSIONS
+
+    def parse(self, payload: dict[str, object]) -> HookEvent:
+        """As every Claude Code-style CLI's, but never Copilot CLI's input: it runs a
+        project's ``.claude/settings.json`` hooks too, and its inputs read as Claude
+        Code's lose every answer (:func:`~loopfuse.harness.copilot_cli.sent_by_copilot`);
+        they are allowed and logged, for ``loopfuse hook --agent copilot`` to guard."""
+        if "transcript_path" not in payload:  # never so from Claude Code: look closer
+            from loopfuse.harness.copilot_cli import sent_by_copilot
+
+            if sent_by_copilot(payload):
+                raise HookPayloadError(
+                    "Copilot CLI's input (it runs this project's .claude hooks too): not "
+                    "read as Claude Code's; `loopfuse init --agent copilot` guards Copilot CLI"
+                )
+        return super().parse(payload)
 
     def answer(
         self, event_name: str, payload: dict[str, object]

@@ -14,7 +14,9 @@ The kinds:
   loopfuse's entries stays as it was. Claude Code, Codex, Gemini CLI and Qwen Code;
 - :class:`WholeFile`: a file that is loopfuse's alone (a plugin, an extension, a hooks
   file of its own): written whole from a template, removed whole, and a file at its
-  place that is not one loopfuse wrote is refused.
+  place that is not one loopfuse wrote is refused;
+- :class:`FailOpen`: another kind's entries, whose command line ends ``|| true``, for a
+  CLI that reads any exit status but 0 as a refusal (Copilot CLI).
 
 >>> mine = lambda command: command.startswith("loopfuse hook")
 >>> HooksMap(("PreToolUse",)).install('{"model": "x"}', "loopfuse hook --agent x", mine)
@@ -29,12 +31,24 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from loopfuse.errors import LoopfuseError
 from loopfuse.harness import settings_text
 
-__all__ = ["ARGV", "COMMAND", "HooksMap", "InstallError", "Ours", "WholeFile"]
+if TYPE_CHECKING:
+    from loopfuse.harness.agent_cli import HookInstaller
+
+__all__ = [
+    "ARGV",
+    "COMMAND",
+    "FAIL_OPEN",
+    "FailOpen",
+    "HooksMap",
+    "InstallError",
+    "Ours",
+    "WholeFile",
+]
 
 Ours = Callable[[str], bool]
 """Whether a command line is one of loopfuse's hook commands (``loopfuse init`` says:
@@ -404,3 +418,55 @@ def _filled(template: str, text: str) -> str | None:
             return None
         found = value
     return found if at == len(text) else None
+
+
+FAIL_OPEN: Final = " || true"
+"""What :class:`FailOpen` appends to the hook's command line."""
+
+
+@dataclass(frozen=True, slots=True)
+class FailOpen:
+    """Another installer's entries, whose command line ends ``|| true``: for a CLI that
+    reads any exit status but 0 as a refusal (Copilot CLI), so that a hook that cannot
+    even start (loopfuse uninstalled, a broken Python: status 127, 1) lets the call run,
+    as the hook itself does whatever fails inside it. :meth:`commands` gives the
+    commands without it (what ``loopfuse doctor`` runs and checks).
+
+    >>> hooks = FailOpen(WholeFile("run(@LOOPFUSE_COMMAND@)\\n", ("before",)))
+    >>> mine = lambda command: command.startswith("loopfuse hook")
+    >>> text = hooks.install("", "loopfuse hook --agent x", mine)
+    >>> text, hooks.commands(text, mine)
+    ('run("loopfuse hook --agent x || true")\\n', {'before': ['loopfuse hook --agent x']})
+    """
+
+    inner: HookInstaller
+
+    def check(self, text: str) -> None:
+        """As the inner installer."""
+        self.inner.check(text)
+
+    def install(self, text: str, command: str, ours: Ours) -> str:
+        """The inner installer's text for ``command || true``."""
+        return self.inner.install(text, command + FAIL_OPEN, _failing_open(ours))
+
+    def uninstall(self, text: str, ours: Ours) -> str:
+        """As the inner installer, for the commands ending ``|| true``."""
+        return self.inner.uninstall(text, _failing_open(ours))
+
+    def commands(self, text: str, ours: Ours) -> dict[str, list[str]]:
+        """loopfuse's commands, without ``|| true``."""
+        found = self.inner.commands(text, _failing_open(ours))
+        return {e: [c.removesuffix(FAIL_OPEN) for c in cs] for e, cs in found.items()}
+
+    def same(self, text: str, other: str) -> bool:
+        """As the inner installer."""
+        return self.inner.same(text, other)
+
+    def same_but_spacing(self, text: str, other: str) -> bool:
+        """As the inner installer."""
+        return self.inner.same_but_spacing(text, other)
+
+
+def _failing_open(ours: Ours) -> Ours:
+    """``ours`` of a command line ending ``|| true``, without it."""
+    return lambda command: command.endswith(FAIL_OPEN) and ours(command.removesuffix(FAIL_OPEN))

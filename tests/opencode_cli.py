@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,14 +155,20 @@ class Run:
     seconds: float
 
 
-def run_opencode(home: Home, model: FakeModel, prompt: str = "Fix the build.") -> Run:
-    """``opencode run --format json PROMPT`` in the workspace, against ``model``."""
+def run_opencode(
+    home: Home,
+    model: FakeModel,
+    prompt: str = "Fix the build.",
+    extra: Mapping[str, str] | None = None,
+) -> Run:
+    """``opencode run --format json PROMPT`` in the workspace, against ``model`` (with
+    ``extra`` in its environment)."""
     write_config(home, model.url)
     started = time.monotonic()
     process = subprocess.Popen(
         [str(OPENCODE), "run", "--format", "json", prompt],
         cwd=home.workspace,
-        env=environment(home, model.url),
+        env=environment(home, model.url) | dict(extra or {}),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -4,13 +4,14 @@ Usage::
 
     python benchmarks/bench_hook.py [--rounds 30] [--calls 48]
 
-For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, OpenCode) a session's state is
-first filled with ``--calls`` varied shell calls and their answers (a full detector
-window by default: a real session's state, the largest the hook keeps), then the
-installed console script (``loopfuse`` beside this Python, as ``loopfuse init`` writes
-it) is run as the CLI runs it: one process for the before-event of a new call, one for
-its after-event, each with the JSON payload on stdin. Interleaved with them, in the same
-rounds, a no-op Python process (``python -c pass``) is timed as the baseline.
+For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, Kimi Code,
+OpenCode) a session's state is first filled with ``--calls`` varied shell calls and their
+answers (a full detector window by default: a real session's state, the largest the hook
+keeps), then the installed console script (``loopfuse`` beside this Python, as
+``loopfuse init`` writes it) is run as the CLI runs it: one process for the before-event
+of a new call, one for its after-event, each with the JSON payload on stdin. Interleaved
+with them, in the same rounds, a no-op Python process (``python -c pass``) is timed as
+the baseline.
 
 Every child process runs with its bytecode cached, as an installed package has it
 (``pip install`` compiles it; here ``PYTHONPYCACHEPREFIX`` points at a temporary folder,
@@ -49,6 +50,8 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     copilot_pre,
     gemini_after,
     gemini_before,
+    kimi_post,
+    kimi_pre,
     opencode_post,
     opencode_pre,
     qwen_post,
@@ -80,6 +83,8 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
         return qwen_pre(command, i), qwen_post(command, i, output)
     if agent == "copilot":
         return copilot_pre(command), copilot_post(command, i, output)
+    if agent == "kimi":
+        return kimi_pre(command, i), kimi_post(command, i, output)
     if agent == "opencode":  # its plugin's events (the plugin names the CLI: --agent)
         return opencode_pre(command, i), opencode_post(command, i, output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
@@ -101,14 +106,15 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
 
 
 # The CLIs whose hook command names them (their events are not told by their shape).
-NAMED = ("copilot", "opencode")
+NAMED = ("copilot", "kimi", "opencode")
 
 
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
     state = root / agent
     now = time.time()
-    # The CLIs whose inputs do not name their event are named by the command (as init
-    # writes it); the others are told by their payload.
+    # The CLIs whose inputs do not name their event, or that loopfuse does not tell by
+    # their payload (Kimi Code, OpenCode), are named by the command (as init writes it);
+    # the others are told by their payload.
     named = ["--agent", agent] if agent in NAMED else []
     for i in range(calls):  # a real session's state, filled in this process
         for payload in call(agent, i):
@@ -148,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "opencode"):
+        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "kimi", "opencode"):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m["after"]) <= 0.080 else "NO"
             print(

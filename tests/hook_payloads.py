@@ -229,6 +229,53 @@ def copilot_prompt(text: str = "try again") -> dict[str, Any]:
     return {**COPILOT_COMMON, "prompt": text}
 
 
+# --- Kimi Code 2.1.0 (tests/recorded/agent-clis/kimi/) ---------------------------------------
+
+KIMI_COMMON: dict[str, Any] = {
+    "session_id": "session_e9077566-eff1-41a0-9840-28e99d9833cb",
+    "cwd": "/home/dev/p",
+    "client_type": "kimi_code_cli",
+}
+
+
+def _kimi_tool(event: str, command: str, call: int) -> dict[str, Any]:
+    return {
+        **KIMI_COMMON,
+        "hook_event_name": event,
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "Run a command"},
+        "tool_call_id": f"call_{call:020d}",
+    }
+
+
+def kimi_pre(command: str, call: int) -> dict[str, Any]:
+    return _kimi_tool("PreToolUse", command, call)
+
+
+def kimi_post(command: str, call: int, output: str) -> dict[str, Any]:
+    """A command that exited 0: its output (the first 2,000 characters)."""
+    return {**_kimi_tool("PostToolUse", command, call), "tool_output": output[:2000]}
+
+
+def kimi_failure(command: str, call: int, output: str, code: int | None = 1) -> dict[str, Any]:
+    """A command that exited non-zero (or a call a hook refused: ``output`` its reason,
+    ``code`` None): Kimi Code's failure event."""
+    message = output if code is None else f"{output}\nCommand failed with exit code: {code}."
+    return {
+        **_kimi_tool("PostToolUseFailure", command, call),
+        "error": {"code": "internal", "message": message, "retryable": False},
+    }
+
+
+def kimi_prompt(text: str = "try again") -> dict[str, Any]:
+    """The user's prompt: its text as a list of parts."""
+    return {
+        **KIMI_COMMON,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": [{"type": "text", "text": text}],
+    }
+
+
 # --- OpenCode: the events of loopfuse's plugin (tests/recorded/agent-clis/opencode/) ----------
 
 OPENCODE_SESSION = "ses_db43e92b8ffevG9qovRZJTHc2D"

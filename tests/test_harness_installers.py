@@ -4,10 +4,23 @@ the events and the entry shape; ``loopfuse init`` does the file handling."""
 from __future__ import annotations
 
 import json
+import tomllib
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from loopfuse.harness.installers import ARGV, COMMAND, HooksMap, InstallError, WholeFile
+from loopfuse.harness.installers import (
+    ARGV,
+    BEGIN,
+    COMMAND,
+    END,
+    HooksMap,
+    InstallError,
+    TomlTables,
+    WholeFile,
+    toml_string,
+)
 
 
 def ours(command: str) -> bool:
@@ -126,3 +139,157 @@ def test_a_whole_file_of_an_earlier_release_is_still_ours() -> None:
 def test_a_template_without_a_place_for_the_command_is_refused() -> None:
     with pytest.raises(ValueError, match="without"):
         WholeFile("nothing here\n", ("before",))
+
+
+# --- TomlTables: [[hooks]] tables in a TOML file (Kimi Code's config.toml) -------------
+
+KIMI_CONFIG = (
+    Path(__file__).parent / "recorded" / "agent-clis" / "kimi" / "config.toml"
+).read_text(encoding="utf-8")
+TOML_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit")
+LF_COMMAND = "/home/me/.venv/bin/loopfuse hook --agent kimi"
+TABLES = TomlTables(TOML_EVENTS)
+
+
+def toml_ours(command: str) -> bool:
+    return command.split(" hook ")[0].endswith("/loopfuse")
+
+
+KIMI_USER_FILE = (
+    "# my Kimi settings\n"
+    'default_model = "fake"  # the one I use\n\n'
+    "[providers.fake]\n"
+    'type = "openai"\n'
+    'base_url = "http://127.0.0.1:9/v1"\n'
+    'api_key = "dummy"\n\n'
+    "[[hooks]]\n"
+    'event = "Stop"\n'
+    'command = "notify-send done"\n'
+)
+
+
+def toml_entries(text: str) -> list[dict[str, str]]:
+    hooks: list[dict[str, str]] = tomllib.loads(text).get("hooks", [])
+    return hooks
+
+
+def test_toml_tables_install_appends_one_table_per_event_and_keeps_the_file_byte_for_byte() -> None:
+    text = TABLES.install(KIMI_USER_FILE, LF_COMMAND, toml_ours)
+    assert text.startswith(KIMI_USER_FILE)
+    assert text[len(KIMI_USER_FILE) :].splitlines()[0] == BEGIN
+    assert text.rstrip("\n").endswith(END)
+    assert toml_entries(text) == [
+        {"event": "Stop", "command": "notify-send done"},
+        *({"event": event, "command": LF_COMMAND} for event in TOML_EVENTS),
+    ]
+    assert TABLES.commands(text, toml_ours) == {event: [LF_COMMAND] for event in TOML_EVENTS}
+
+
+def test_toml_tables_install_is_idempotent_and_a_new_command_replaces_the_old_in_place() -> None:
+    once = TABLES.install(KIMI_USER_FILE, LF_COMMAND, toml_ours)
+    assert TABLES.install(once, LF_COMMAND, toml_ours) == once
+    later = once + '\n[models.more]\nprovider = "fake"\n'  # the user wrote more after it
+    other = "/opt/loopfuse hook --agent kimi --mode refuse"
+    again = TABLES.install(later, other, toml_ours)
+    assert again == later.replace(toml_string(LF_COMMAND), toml_string(other))
+    assert TABLES.commands(again, toml_ours) == {event: [other] for event in TOML_EVENTS}
+
+
+def test_toml_tables_uninstall_restores_the_original() -> None:
+    for original in (KIMI_USER_FILE, KIMI_CONFIG, "", 'default_model = "m"'):
+        installed = TABLES.install(original, LF_COMMAND, toml_ours)
+        assert TABLES.uninstall(installed, toml_ours) == (
+            original if original.endswith("\n") or not original else original + "\n"
+        )
+    # nothing of loopfuse's: unchanged
+    assert TABLES.uninstall(KIMI_USER_FILE, toml_ours) == KIMI_USER_FILE
+
+
+def test_toml_tables_whose_markers_were_lost_are_recognised_by_their_command() -> None:
+    """Kimi Code writes its settings out again (a model switch, /login): the comments go,
+    the tables stay, and --remove still takes them out, and only them."""
+    rewritten = (
+        KIMI_USER_FILE
+        + "".join(
+            f'\n[[hooks]]\nevent = "{event}"\ncommand = "{LF_COMMAND}"\n' for event in TOML_EVENTS
+        )
+        + '\n# the user\'s note\n[models.fake]\nprovider = "fake"\n'
+    )
+    removed = TABLES.uninstall(rewritten, toml_ours)
+    assert toml_entries(removed) == [{"event": "Stop", "command": "notify-send done"}]
+    assert "# the user's note\n[models.fake]" in removed
+    assert removed.startswith(KIMI_USER_FILE)
+    installed = TABLES.install(rewritten, LF_COMMAND, toml_ours)  # replaced, not doubled
+    assert [e["event"] for e in toml_entries(installed)] == ["Stop", *TOML_EVENTS]
+
+
+def test_toml_tables_a_command_with_quotes_and_backslashes_reads_back_as_written() -> None:
+    command = '/home/o\'neil/"my env"/bin/loopfuse hook --agent kimi --config C:\\x\t.toml'
+    text = TABLES.install("", command, toml_ours)
+    assert [e["command"] for e in toml_entries(text)] == [command] * len(TOML_EVENTS)
+    assert TABLES.uninstall(text, toml_ours) == ""
+
+
+def test_toml_tables_crlf_files_keep_their_line_ends() -> None:
+    crlf = KIMI_USER_FILE.replace("\n", "\r\n")
+    text = TABLES.install(crlf, LF_COMMAND, toml_ours)
+    assert text.startswith(crlf)
+    assert TABLES.uninstall(text, toml_ours) == crlf
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('hooks = [{event = "Stop", command = "x"}]\n', "could not be edited"),
+        ("hooks = 3\n", "not an array of tables"),
+        ("[providers\n", "not valid TOML"),
+        (f"{BEGIN}\n[[hooks]]\n", "no end marker"),
+    ],
+)
+def test_toml_tables_a_file_that_cannot_be_edited_safely_is_refused(text: str, why: str) -> None:
+    with pytest.raises(InstallError, match=why):
+        TABLES.install(text, LF_COMMAND, toml_ours)
+
+
+def test_toml_tables_a_table_that_only_looks_like_loopfuses_in_a_string_is_not_taken_out() -> None:
+    tricky = (
+        'notes = """\n[[hooks]]\nevent = "PreToolUse"\n"""\n'
+        f'[[hooks]]\nevent = "PreToolUse"\ncommand = "{LF_COMMAND}"\n'
+    )
+    assert (
+        TABLES.uninstall(tricky, toml_ours) == 'notes = """\n[[hooks]]\nevent = "PreToolUse"\n"""\n'
+    )
+
+
+def test_toml_tables_user_settings_written_after_the_block_into_its_table_are_refused() -> None:
+    """A key the user added under loopfuse's last table belongs to that table in TOML:
+    taking the table out would lose it, so the edit is refused, nothing lost."""
+    installed = TABLES.install(KIMI_USER_FILE, LF_COMMAND, toml_ours) + "timeout = 5\n"
+    with pytest.raises(InstallError):
+        TABLES.uninstall(installed, toml_ours)
+
+
+class _Scanned(str):
+    """A line that counts the characters its ``find`` calls may read."""
+
+    read = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        begin = 0 if start is None else start
+        stop = len(self) if end is None else min(end, len(self))
+        where = super().find(sub, start, end)
+        _Scanned.read += max(0, (where + len(sub) if where >= 0 else stop) - begin)
+        return where
+
+
+@pytest.mark.parametrize("piece", ['"""', "'''", '"""#', "\"\"\"x'''", "x"])
+def test_toml_tables_find_their_strings_in_linear_time(piece: str) -> None:
+    """A line made of triple quotes (a 4 MiB file can hold a million): each kind of quote
+    is looked for from where it was last found, so the characters read stay a small
+    multiple of the line's (they were the line's length at each quote: quadratic)."""
+    from loopfuse.harness.installers import _quote_after
+
+    line = _Scanned(piece * 20_000)
+    _Scanned.read = 0
+    _quote_after(line, None)
+    assert _Scanned.read <= 4 * len(line) + 16

@@ -11,7 +11,9 @@ a loop gets depends on the mode, as in the integrations:
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
   note after it; when the session goes on looping, in any way, within the window of the
   note, the call is refused with the reason; so is the call after calls that failed
-  again the way the noted calls did (:mod:`~loopfuse.cli.hook_notes`);
+  again the way the noted calls did (:mod:`~loopfuse.cli.hook_notes`). A CLI that throws
+  away what a hook says after a call (Kimi Code: ``notes_reach_model`` false) has the
+  first loop refused at once: that refusal's reason is the note;
 - ``refuse``: refused at once; ``note``: only ever noted;
 - with ``--end-session``, a loop that goes on after its refusal ends the session, where
   the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
@@ -566,6 +568,10 @@ def _after(
     state.events.append(["answer", call_id, answer])
     _trim(state, _window(settings))
     in_batch = paired is not None and state.batch is not None and paired[6] == state.batch["id"]
+    if not agent_cli(event.agent).waits_for_after_hooks:
+        # Its after-hooks run in the background (Kimi Code): the next call's before-hook,
+        # started meanwhile, is not a sibling of this call for having started before it.
+        in_batch = False
     if isinstance(note, str):
         return "note", note, "", in_batch
     return "allow", "", "", in_batch
@@ -722,12 +728,23 @@ def _on_loop(
     message = f"[loopfuse] {found.message}"
     # warn: a session still looping, in any way (another kind or signature too), after a
     # note within the window ignored it (issue 27), as the integrations' Guard decides.
-    if settings.mode == "note" or (settings.mode == "warn" and not state.noted):
+    first = settings.mode == "warn" and not state.noted
+    heard = agent_cli(event.agent).notes_reach_model
+    if settings.mode == "note" or (first and heard):
         state.noted[key] = now
         return "note", message, f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
     refusal, count = _refusal_text(found, batches)
     message = f"[loopfuse] {refusal}"
-    if settings.mode == "warn":
+    if first:  # a CLI that throws notes away (Kimi Code): this refusal's reason is the note
+        state.noted[key] = now
+        # ... about the calls of the loop that ran: a later call failing again their way
+        # ignored it (as one after a note that came with their answers).
+        ran = next((batch for batch in reversed(batches) if batch[0][4] is not False), None)
+        if ran is not None:
+            from loopfuse.cli.hook_notes import note_given
+
+            note_given(state, ran[0][6], key, found.count, now)
+    elif settings.mode == "warn":
         message = f"{message} {_IGNORED_NOTE}"
     # The log counts what the model's message counts (see _refusal_text).
     return _refused(key, found.kind, count, message, event, state, settings, now)

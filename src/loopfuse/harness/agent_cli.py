@@ -68,6 +68,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "gemini": "gemini_cli",
     "qwen": "qwen_code",
     "copilot": "copilot_cli",
+    "kimi": "kimi_code",
     "opencode": "opencode",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which
@@ -167,7 +168,12 @@ class AgentCli(abc.ABC):
     can_end_session: bool = True
     """Whether a hook can end its session."""
     notes_reach_model: bool = True
-    """Whether an after-call answer of the hook reaches the model."""
+    """Whether an after-call answer of the hook reaches the model (where it does not,
+    ``warn`` mode refuses the first loop it finds: that refusal's reason is the note)."""
+    waits_for_after_hooks: bool = True
+    """Whether the CLI waits for its after-call hooks before it goes on (where it does
+    not, the next call's before-hook may start while one runs: an after-hook then never
+    keeps the open batch open)."""
     scopes: tuple[str, ...] = ("user", "project")
     """Where ``loopfuse init`` may install it (``"project"``: with ``--project``)."""
     installer: HookInstaller

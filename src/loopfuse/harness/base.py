@@ -52,6 +52,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "gemini_cli",
     "qwen_code",
     "copilot_cli",
+    "kimi_code",
     "opencode",
     "openhands",
     "swe_agent",

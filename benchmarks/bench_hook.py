@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/bench_hook.py [--rounds 30] [--calls 48]
 
-For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, Kimi Code,
+For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, Kimi Code, pi,
 OpenCode) a session's state is first filled with ``--calls`` varied shell calls and their
 answers (a full detector window by default: a real session's state, the largest the hook
 keeps), then the installed console script (``loopfuse`` beside this Python, as
@@ -37,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -54,6 +54,8 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     kimi_pre,
     opencode_post,
     opencode_pre,
+    pi_post,
+    pi_pre,
     qwen_post,
     qwen_pre,
 )
@@ -85,6 +87,8 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any]]:
         return copilot_pre(command), copilot_post(command, i, output)
     if agent == "kimi":
         return kimi_pre(command, i), kimi_post(command, i, output)
+    if agent == "pi":
+        return pi_pre(command, f"call_{i}"), pi_post(command, f"call_{i}", output)
     if agent == "opencode":  # its plugin's events (the plugin names the CLI: --agent)
         return opencode_pre(command, i), opencode_post(command, i, output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
@@ -105,16 +109,15 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
     return wall, (now.ru_utime - used.ru_utime) + (now.ru_stime - used.ru_stime)
 
 
-# The CLIs whose hook command names them (their events are not told by their shape).
-NAMED = ("copilot", "kimi", "opencode")
+# The CLIs whose inputs do not name their event, or that loopfuse does not tell by their
+# payload (Kimi Code, pi, OpenCode), are named by the command (as init writes it); the
+# others are told by their payload.
+NAMED: Final = ("copilot", "kimi", "pi", "opencode")
 
 
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
     state = root / agent
     now = time.time()
-    # The CLIs whose inputs do not name their event, or that loopfuse does not tell by
-    # their payload (Kimi Code, OpenCode), are named by the command (as init writes it);
-    # the others are told by their payload.
     named = ["--agent", agent] if agent in NAMED else []
     for i in range(calls):  # a real session's state, filled in this process
         for payload in call(agent, i):
@@ -154,7 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "kimi", "opencode"):
+        for agent in (
+            "claude-code",
+            "codex",
+            "gemini",
+            "qwen",
+            "copilot",
+            "kimi",
+            "pi",
+            "opencode",
+        ):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m["after"]) <= 0.080 else "NO"
             print(

@@ -31,6 +31,7 @@ REQUIRED = os.environ.get("LOOPFUSE_REQUIRE_AGENT_CLIS") == "1"
 AGENTS = ("claude", "codex", "gemini", "qwen")
 # The CLI's executable under node_modules/.bin.
 EXECUTABLES = {"claude": "claude", "codex": "codex", "gemini": "gemini", "qwen": "qwen"}
+EXECUTABLES["pi"] = "pi"  # tests/pi_e2e.py
 RUN_TIMEOUT = 150.0  # seconds; a run that takes this long is stuck (the model is bounded)
 
 

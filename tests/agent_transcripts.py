@@ -610,3 +610,47 @@ def qwen_session(session: str, turns: Sequence[Turn]) -> list[dict[str, Any]]:
         )
     )
     return lines
+
+
+# --- pi -----------------------------------------------------------------------------------
+
+
+def pi_session(session: str, turns: Sequence[Turn]) -> list[dict[str, Any]]:
+    """A pi 0.73.1 session (the shape of tests/recorded/agent-clis/pi/session-sample.jsonl):
+    its header, the model and thinking level chosen, then a tree of entries (``id``,
+    ``parentId``): the prompt, per turn the model's ``bash`` call and its ``toolResult``
+    (``isError`` and pi's status line when ``failed``), "Done."."""
+    parent: list[str | None] = [None]
+
+    def entry(i: int, kind: str, **fields: Any) -> dict[str, Any]:
+        line = {"type": kind, "id": f"{i:08x}", "parentId": parent[0], "timestamp": _time(i)}
+        parent[0] = line["id"]
+        return line | fields
+
+    usage = {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 120}
+    about = {"api": "openai-completions", "provider": "fake", "model": "fake-model"}
+    lines: list[dict[str, Any]] = [
+        {"type": "session", "version": 3, "id": session, "timestamp": _time(0),
+         "cwd": "/home/dev/projects/p1"},
+        entry(1, "model_change", provider="fake", modelId="fake-model"),
+        entry(2, "thinking_level_change", thinkingLevel="off"),
+        entry(3, "message", message={"role": "user", "content": [
+            {"type": "text", "text": "Fix the build."}], "timestamp": 0}),
+    ]  # fmt: skip
+    for i, turn in enumerate(turns):
+        call_id = f"call_{i:020d}"
+        call = {"type": "toolCall", "id": call_id, "name": "bash",
+                "arguments": {"command": turn.command}}  # fmt: skip
+        lines.append(
+            entry(2 * i + 4, "message", message={"role": "assistant", "content": [call],
+                  **about, "usage": usage, "stopReason": "toolUse", "timestamp": 0})
+        )  # fmt: skip
+        text = f"{turn.answer}\n\n\nCommand exited with code 2" if turn.failed else turn.answer
+        result = {"role": "toolResult", "toolCallId": call_id, "toolName": "bash",
+                  "content": [{"type": "text", "text": text}], "details": {},
+                  "isError": turn.failed, "timestamp": 0}  # fmt: skip
+        lines.append(entry(2 * i + 5, "message", message=result))
+    done = {"role": "assistant", "content": [{"type": "text", "text": "Done."}], **about,
+            "usage": usage, "stopReason": "stop", "timestamp": 0}  # fmt: skip
+    lines.append(entry(2 * len(turns) + 4, "message", message=done))
+    return lines

@@ -276,6 +276,38 @@ def kimi_prompt(text: str = "try again") -> dict[str, Any]:
     }
 
 
+# --- pi (loopfuse's extension: tests/recorded/agent-clis/pi/loopfuse-events.jsonl) ---------
+
+PI_SESSION = "01a24bb4-fae0-76b4-9aea-a77cdb6c686f"
+
+
+def _pi(event: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "hook_event_name": event,
+        "session_id": PI_SESSION,
+        "transcript_path": f"/home/dev/.pi/agent/sessions/--home-dev-p--/t_{PI_SESSION}.jsonl",
+        "cwd": "/home/dev/p",
+        **fields,
+    }
+
+
+def pi_pre(command: str, call_id: str) -> dict[str, Any]:
+    """The extension's ``tool_call`` of pi's ``bash``."""
+    return _pi("tool_call", tool_name="bash", tool_call_id=call_id, tool_input={"command": command})
+
+
+def pi_post(command: str, call_id: str, output: str, code: int = 0) -> dict[str, Any]:
+    """The extension's ``tool_result`` of pi's ``bash`` (a non-zero ``code``: pi's failure,
+    its status line last)."""
+    text = output if code == 0 else f"{output}\n\nCommand exited with code {code}"
+    return {
+        **pi_pre(command, call_id),
+        "hook_event_name": "tool_result",
+        "tool_response": [{"type": "text", "text": text}],
+        "is_error": code != 0,
+    }
+
+
 # --- OpenCode: the events of loopfuse's plugin (tests/recorded/agent-clis/opencode/) ----------
 
 OPENCODE_SESSION = "ses_db43e92b8ffevG9qovRZJTHc2D"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_clis import needs
 from agent_transcripts import claude_session, codex_session, healthy, looping, write_lines
 from opencode_cli import needs_opencode
 from store_helpers import REDIS_REQUIRED, REDIS_SERVER
@@ -279,17 +280,29 @@ def test_shell_eval_reads_a_folder_of_trajectories(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
+@needs("pi")
+def test_bench_pi_extension_runs_at_its_smallest() -> None:
+    """The real pi (``.ci/agent-clis``), one run of one call for each hook: skipped
+    without pi, a failure in CI (``LOOPFUSE_REQUIRE_AGENT_CLIS=1``), as pi's own tests."""
+    out = run("bench_pi_extension.py", "--rounds", "1", "--calls", "1")
+    printed(
+        out,
+        r"^pi, 1 tool calls a run, median of 1 runs$",
+        *(rf"^{name} +[\d.]+ \[ *[\d.]+\] +-?[\d.]+ \[ *-?[\d.]+\]$" for name in PI_HOOKS),
+    )
+
+
+PI_HOOKS = ("no extension", "/bin/true", "python -c pass", "loopfuse hook")
+
+
 def test_every_script_is_run() -> None:
     """A new benchmark gets its smoke run here; the helper modules are run through the
     scripts that import them."""
     helpers = {"timing.py", "scan_populations.py"}  # run by the bench_* / corpus_eval.py
-    own_tests = {
-        "bench_cli.py",
-        "bench_store.py",
-        "corpus_eval.py",
-        "shell_eval.py",
-        "bench_opencode.py",
-    }
+    own_tests = {"bench_cli.py", "bench_store.py", "corpus_eval.py", "shell_eval.py"}
+    own_tests.add("bench_pi_extension.py")
+    own_tests.add("bench_opencode.py")
     scripts = {path.name for path in BENCHMARKS.glob("*.py")}
     assert scripts == set(SMOKE) | own_tests | helpers, "a benchmark this file does not run"
     for name in helpers:

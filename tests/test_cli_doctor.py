@@ -85,7 +85,7 @@ def test_installed_nowhere_is_a_problem(machine: Machine) -> None:
     assert status == 1
     # each CLI's every scope (user, project; Codex: user only)
     places = sum(len(agent_cli(name).scopes) for name in AGENT_CLIS)
-    assert places >= 12  # claude-code, gemini, qwen, copilot, opencode twice; codex, kimi once
+    assert places >= 14  # claude-code, gemini, qwen, copilot, pi, opencode twice; codex, kimi once
     assert text.count("not installed") == places
     assert "installed nowhere: loopfuse init --agent" in text
 

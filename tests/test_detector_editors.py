@@ -123,7 +123,7 @@ def test_editor_calls_are_read_by_their_arguments(
         ("str_replace_editor", {"command": None}),
         ("open", {"command": "open a.java"}),  # SWE-agent's open moves its edit window
         ("search_dir", {"command": "search_dir foo"}),  # judged by its command, as before
-        ("read", {"path": "a"}),  # Claude Code's names are exact
+        ("multiedit", {"file_path": "a"}),  # Claude Code's names are exact (pi's is "read")
         (None, {}),
     ],
 )

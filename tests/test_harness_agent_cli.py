@@ -67,8 +67,10 @@ def test_each_probe_event_reads_back_as_a_before_call(name: str) -> None:
         assert recognised(payload) is cli
 
 
-# How an answer ends the session, where a CLI's answers are not Claude Code's JSON.
-ENDS = {"opencode": '"action": "end"'}  # loopfuse's plugin aborts the session
+# How a CLI's answer ends its session, where it is not Claude Code's ``continue: false``:
+# pi's is loopfuse's own extension's word (it calls pi's ctx.abort()); OpenCode's is
+# loopfuse's plugin's (it calls client.session.abort()).
+ENDS = {"pi": '"end": true', "opencode": '"action": "end"'}
 
 
 @pytest.mark.parametrize("name", list(AGENT_CLIS))

@@ -105,7 +105,7 @@ def register(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, AgentCl
 
 def test_every_cli_that_scan_reads_is_listed_in_its_historic_order() -> None:
     assert scanned_agents() == AGENTS
-    assert AGENTS == ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen", "kimi")
+    assert AGENTS == ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen", "kimi", "pi")
     for name in AGENT_CLIS:
         found = agent_cli(name).sessions
         assert found is not None
@@ -116,7 +116,7 @@ def test_every_cli_that_scan_reads_is_listed_in_its_historic_order() -> None:
 
 def test_recognition_asks_the_stricter_formats_first() -> None:
     order = [found.agent for found in session_formats()]
-    assert order == ["codex", "gemini", "qwen", "claude-code", "copilot", "opencode", "kimi"]
+    assert order == ["codex", "gemini", "qwen", "claude-code", "copilot", "opencode", "kimi", "pi"]
     priorities = [found.priority for found in session_formats()]
     assert priorities == sorted(set(priorities))  # no tie left to chance
     envelope = {"sessionId": "s", "type": "user", "uuid": "u", "parentUuid": None}
@@ -163,7 +163,7 @@ def test_scan_agent_names_a_cli_without_a_reader_clearly(
     err = capsys.readouterr().err
     assert err.splitlines() == [
         "loopfuse scan: error: --agent: scan has no reader for Fake CLI transcripts; it reads "
-        "claude-code, codex, gemini, copilot, opencode, qwen, kimi (see loopfuse scan --help)"
+        "claude-code, codex, gemini, copilot, opencode, qwen, kimi, pi (see loopfuse scan --help)"
     ]
     with pytest.raises(ValueError, match="cannot read Fake CLI's transcripts"):
         sessions_folder("fake")

@@ -22,11 +22,19 @@ __all__ = ["seeming_calls", "seeming_calls_in"]
 
 # What a tool call is called in the formats seen (and likely new ones): a ``type``
 # that names one (Anthropic ``tool_use``, Responses ``*_call``, OpenCode ``tool``,
-# Copilot CLI ``tool.execution_start``, Vercel AI ``tool-call``), a key that holds one
-# (Gemini ``functionCall``, legacy OpenAI ``function_call``) or a list of them (OpenAI
-# ``tool_calls``, Gemini CLI ``toolCalls``, Copilot CLI ``toolRequests``).
+# Copilot CLI ``tool.execution_start``, Vercel AI ``tool-call``, pi ``toolCall``), a key
+# that holds one (Gemini ``functionCall``, legacy OpenAI ``function_call``) or a list of
+# them (OpenAI ``tool_calls``, Gemini CLI ``toolCalls``, Copilot CLI ``toolRequests``).
 _CALL_TYPES: Final = frozenset(
-    {"tool_use", "server_tool_use", "tool", "tool_call", "tool-call", "tool.execution_start"}
+    {
+        "tool_use",
+        "server_tool_use",
+        "tool",
+        "tool_call",
+        "tool-call",
+        "tool.execution_start",
+        "toolCall",
+    }
 )
 _CALL_KEYS: Final = ("functionCall", "function_call")
 _CALL_LISTS: Final = frozenset({"tool_calls", "toolCalls", "toolRequests"})

@@ -5,6 +5,7 @@ One module per harness, as :mod:`loopfuse.intent` has one per provider:
 :mod:`~loopfuse.harness.gemini_cli`, :mod:`~loopfuse.harness.qwen_code`,
 :mod:`~loopfuse.harness.copilot_cli`,
 :mod:`~loopfuse.harness.kimi_code`,
+:mod:`~loopfuse.harness.pi`,
 :mod:`~loopfuse.harness.openhands`,
 :mod:`~loopfuse.harness.swe_agent` (SWE-agent and mini-swe-agent),
 :mod:`~loopfuse.harness.smolagents`, :mod:`~loopfuse.harness.langchain` (LangChain and

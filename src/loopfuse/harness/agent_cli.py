@@ -69,6 +69,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "qwen": "qwen_code",
     "copilot": "copilot_cli",
     "kimi": "kimi_code",
+    "pi": "pi",
     "opencode": "opencode",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which

@@ -53,6 +53,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "qwen_code",
     "copilot_cli",
     "kimi_code",
+    "pi",
     "opencode",
     "openhands",
     "swe_agent",

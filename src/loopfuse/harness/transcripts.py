@@ -13,7 +13,7 @@ Recognition asks the formats in the order of their :attr:`SessionFormat.priority
 (lowest first): the first that claims a record names the CLI.
 
 >>> [f.agent for f in session_formats()]
-['codex', 'gemini', 'qwen', 'claude-code', 'copilot', 'opencode', 'kimi']
+['codex', 'gemini', 'qwen', 'claude-code', 'copilot', 'opencode', 'kimi', 'pi']
 >>> agent_of_record({"type": "session_meta", "payload": {"id": "t1"}})
 'codex'
 >>> agent_of_record({"sessionId": "s", "type": "user", "message": {"parts": []}})

@@ -4,14 +4,14 @@ Usage::
 
     python benchmarks/bench_hook.py [--rounds 30] [--calls 48]
 
-For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Kimi Code, pi, Crush) a
-session's state is first filled with ``--calls`` varied shell calls and their answers (a
-full detector window by default: a real session's state, the largest the hook keeps), then
-the installed console script (``loopfuse`` beside this Python, as ``loopfuse init`` writes
-it) is run as the CLI runs it: one process for the before-event of a new call, one for its
-after-event, each with the JSON payload on stdin. Crush runs no hook after a call (no
-after-event, no answers in its state). Interleaved with them, in the same rounds, a no-op
-Python process (``python -c pass``) is timed as the baseline.
+For each CLI (Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, Kimi Code, pi,
+OpenCode, Crush) a session's state is first filled with ``--calls`` varied shell calls and
+their answers (a full detector window by default: a real session's state, the largest the
+hook keeps), then the installed console script (``loopfuse`` beside this Python, as
+``loopfuse init`` writes it) is run as the CLI runs it: one process for the before-event
+of a new call, one for its after-event, each with the JSON payload on stdin. Crush runs no
+hook after a call (no after-event, no answers in its state). Interleaved with them, in the
+same rounds, a no-op Python process (``python -c pass``) is timed as the baseline.
 
 Every child process runs with its bytecode cached, as an installed package has it
 (``pip install`` compiles it; here ``PYTHONPYCACHEPREFIX`` points at a temporary folder,
@@ -52,6 +52,8 @@ from hook_payloads import (  # the payload shapes of the real CLIs
     gemini_before,
     kimi_post,
     kimi_pre,
+    opencode_post,
+    opencode_pre,
     pi_post,
     pi_pre,
     qwen_post,
@@ -92,6 +94,8 @@ def call(agent: str, i: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
         return kimi_pre(command, i), kimi_post(command, i, output)
     if agent == "pi":
         return pi_pre(command, f"call_{i}"), pi_post(command, f"call_{i}", output)
+    if agent == "opencode":  # its plugin's events (the plugin names the CLI: --agent)
+        return opencode_pre(command, i), opencode_post(command, i, output)
     return gemini_before(command), gemini_after(command, output, 0, 4000 + i)
 
 
@@ -111,9 +115,9 @@ def timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, 
 
 
 # The CLIs whose inputs do not name their event, or that loopfuse does not tell by their
-# payload (Kimi Code, pi), are named by the command (as init writes it); the others are
-# told by their payload.
-NAMED: Final = ("copilot", "kimi", "pi", "crush")
+# payload (Kimi Code, pi, OpenCode, Crush), are named by the command (as init writes it);
+# the others are told by their payload.
+NAMED: Final = ("copilot", "kimi", "pi", "opencode", "crush")
 
 
 def bench(agent: str, rounds: int, calls: int, root: Path) -> dict[str, float]:
@@ -164,7 +168,17 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds: wall time (process start to exit), and [CPU time]")
     print("agent        state  before         after          no-op        before-noop  <=80ms")
     with tempfile.TemporaryDirectory() as folder:
-        for agent in ("claude-code", "codex", "gemini", "qwen", "copilot", "kimi", "pi", "crush"):
+        for agent in (
+            "claude-code",
+            "codex",
+            "gemini",
+            "qwen",
+            "copilot",
+            "kimi",
+            "pi",
+            "opencode",
+            "crush",
+        ):
             m = bench(agent, args.rounds, args.calls, Path(folder))
             ok = "yes" if max(m["before"], m.get("after", 0.0)) <= 0.080 else "NO"
             after = f"{ms(m['after'])} [{ms(m['after cpu'])}]" if "after" in m else f"{'-':>15}"

@@ -306,3 +306,32 @@ def pi_post(command: str, call_id: str, output: str, code: int = 0) -> dict[str,
         "tool_response": [{"type": "text", "text": text}],
         "is_error": code != 0,
     }
+
+
+# --- OpenCode: the events of loopfuse's plugin (tests/recorded/agent-clis/opencode/) ----------
+
+OPENCODE_SESSION = "ses_db43e92b8ffevG9qovRZJTHc2D"
+
+
+def _opencode_call(event: str, command: str, call: int) -> dict[str, Any]:
+    return {
+        "loopfuse": 1,
+        "hook_event_name": event,
+        "sessionID": OPENCODE_SESSION,
+        "callID": f"call_{call:020d}",
+        "tool": "bash",
+        "args": {"command": command, "description": "Run a command"},
+    }
+
+
+def opencode_pre(command: str, call: int) -> dict[str, Any]:
+    return _opencode_call("tool.execute.before", command, call)
+
+
+def opencode_post(command: str, call: int, output: str, code: int = 0) -> dict[str, Any]:
+    """A command that ran (whatever its exit status: OpenCode's after-event)."""
+    return {
+        **_opencode_call("tool.execute.after", command, call),
+        "output": output,
+        "metadata": {"exit": code},
+    }

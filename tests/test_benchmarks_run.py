@@ -24,6 +24,7 @@ import pytest
 
 from agent_clis import needs
 from agent_transcripts import claude_session, codex_session, healthy, looping, write_lines
+from opencode_cli import needs_opencode
 from store_helpers import REDIS_REQUIRED, REDIS_SERVER
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,7 +103,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ["--rounds", "1", "--calls", "1"],
         [
             r"^agent +state +before +after +no-op +before-noop +<=80ms$",
-            *(rf"^{agent} +\d+ " for agent in ("claude-code", "codex", "gemini")),
+            *(rf"^{agent} +\d+ " for agent in ("claude-code", "codex", "gemini", "opencode")),
             r"^crush +\d+ +[\d.]+ \[ *[\d.]+\] +- ",  # no hook after a call
         ],
     ),
@@ -155,6 +156,20 @@ def test_bench_store_runs_at_its_smallest() -> None:
         rf"LoopBreaker\.check, Redis store .* {RATIO}",
         r"^  4 process\(es\): +[\d,]+ checks/s$",
         r"^  1000 tasks on \d+ connections: .* 0 failures",
+    )
+
+
+@pytest.mark.slow
+@needs_opencode
+def test_bench_opencode_runs_at_its_smallest() -> None:
+    """The real OpenCode (skipped without it, a failure in CI), two calls a run: three
+    OpenCode runs, so with the slow tests (which CI runs too)."""
+    out = run("bench_opencode.py", "--runs", "1", "--calls", "2")
+    printed(
+        out,
+        r"^set-up +in the plugin: before +after +a call +per call \(model\)$",
+        r"^no plugin +0\.0 +0\.0 +0\.0 +[\d.]+$",
+        r"^plugin, loopfuse hook +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ \(\+-?[\d.]+\)$",
     )
 
 
@@ -313,6 +328,7 @@ def test_every_script_is_run() -> None:
     helpers = {"timing.py", "scan_populations.py"}  # run by the bench_* / corpus_eval.py
     own_tests = {"bench_cli.py", "bench_store.py", "corpus_eval.py", "shell_eval.py"}
     own_tests.add("bench_pi_extension.py")
+    own_tests.add("bench_opencode.py")
     own_tests.add("answerless_eval.py")
     scripts = {path.name for path in BENCHMARKS.glob("*.py")}
     assert scripts == set(SMOKE) | own_tests | helpers, "a benchmark this file does not run"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from loopfuse.cli.entry import main as entry
+from loopfuse.harness.agent_cli import AGENT_CLIS, agent_cli
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 COMMANDS = ["scan", "demo", "init", "hook", "doctor"]
@@ -107,8 +108,8 @@ def test_hook_typed_at_a_terminal_says_what_it_is_for_and_does_not_wait() -> Non
     status, out, err, _ = _hook_at_a_terminal("--agent", "claude-code")
     assert status == 2  # a usage error
     assert out == ""  # nothing a CLI could take for an answer
-    # every registered CLI is named (the registry grows with each CLI guarded)
-    assert "Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, Kimi Code, pi and Crush" in err
+    titles = [agent_cli(name).title for name in AGENT_CLIS]  # every CLI it guards, by name
+    assert f"{', '.join(titles[:-1])} and {titles[-1]} run this at each tool call" in err
     assert "loopfuse init --agent" in err
 
 

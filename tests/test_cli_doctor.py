@@ -18,6 +18,7 @@ import pytest
 
 from loopfuse.cli import doctor, init
 from loopfuse.cli.entry import main as entry
+from loopfuse.harness.agent_cli import AGENT_CLIS, agent_cli
 
 HOOK = f"{sys.executable} -m loopfuse"
 
@@ -82,8 +83,11 @@ def files(root: Path) -> dict[str, bytes]:
 def test_installed_nowhere_is_a_problem(machine: Machine) -> None:
     status, text = machine.doctor()
     assert status == 1
-    # claude-code, gemini, qwen, copilot, pi and crush twice (user, project), codex and kimi once
-    assert text.count("not installed") == 14
+    # each CLI's every scope (user, project; Codex: user only)
+    places = sum(len(agent_cli(name).scopes) for name in AGENT_CLIS)
+    # claude-code, gemini, qwen, copilot, pi, opencode, crush twice; codex, kimi once
+    assert places >= 16
+    assert text.count("not installed") == places
     assert "installed nowhere: loopfuse init --agent" in text
 
 

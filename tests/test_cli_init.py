@@ -226,4 +226,4 @@ def test_the_command_written_runs_the_hook(tmp_path: Path) -> None:
 
 def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(tmp_path)[0] == 2
-    assert run(tmp_path, "--agent", "opencode")[0] == 2
+    assert run(tmp_path, "--agent", "nobody")[0] == 2

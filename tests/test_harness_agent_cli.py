@@ -68,8 +68,10 @@ def test_each_probe_event_reads_back_as_a_before_call(name: str) -> None:
 
 
 # How a CLI's answer ends its session, where it is not Claude Code's ``continue: false``:
-# pi's is loopfuse's own extension's word (it calls pi's ctx.abort()).
-ENDS = {"pi": '"end": true', "crush": '"halt": true'}
+# pi's is loopfuse's own extension's word (it calls pi's ctx.abort()); OpenCode's is
+# loopfuse's plugin's (it calls client.session.abort()); Crush's is its own "halt" (the
+# turn ends).
+ENDS = {"pi": '"end": true', "opencode": '"action": "end"', "crush": '"halt": true'}
 
 
 @pytest.mark.parametrize("name", list(AGENT_CLIS))

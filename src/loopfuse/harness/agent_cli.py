@@ -70,6 +70,7 @@ AGENT_CLIS: Final[dict[str, str]] = {
     "copilot": "copilot_cli",
     "kimi": "kimi_code",
     "pi": "pi",
+    "opencode": "opencode",
     "crush": "crush",
 }
 """Each guarded CLI's ``--agent`` name and its module of :mod:`loopfuse.harness` (which

@@ -54,6 +54,7 @@ HARNESSES: Final[tuple[str, ...]] = (
     "copilot_cli",
     "kimi_code",
     "pi",
+    "opencode",
     "crush",
     "openhands",
     "swe_agent",

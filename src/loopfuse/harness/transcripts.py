@@ -60,7 +60,6 @@ PROBLEMS_SHOWN: Final = 5
 
 SCAN_ONLY: Final[dict[str, str]] = {
     "copilot": "_copilot_sessions",
-    "opencode": "_opencode_sessions",
 }
 """CLIs whose transcripts ``scan`` reads while no module of :data:`AGENT_CLIS` gives
 them ``sessions``: ``--agent`` name -> module of :mod:`loopfuse.harness` exporting

@@ -29,12 +29,13 @@ import importlib
 import json
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple, Protocol
 
 from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from loopfuse.harness.base import Harness
     from loopfuse.harness.installers import Ours
     from loopfuse.harness.transcripts import SessionFormat

@@ -53,7 +53,6 @@ import json
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.harness.agent_cli import HookEvent, HookPayloadError
@@ -61,6 +60,8 @@ from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from loopfuse.harness.agent_cli import HookInstaller
     from loopfuse.harness.transcripts import SessionFormat
 
@@ -210,6 +211,8 @@ class ClaudeCodeCli(JsonHooksCli):
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """``.claude/settings.json`` in the project, else in ``$CLAUDE_CONFIG_DIR``
         (default ``~/.claude``)."""
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         if project:
             return cwd / ".claude" / "settings.json"
         base = env.get("CLAUDE_CONFIG_DIR")

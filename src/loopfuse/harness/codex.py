@@ -43,7 +43,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.errors import ConfigError
@@ -51,6 +50,8 @@ from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from loopfuse.harness.agent_cli import HookInstaller
     from loopfuse.harness.transcripts import SessionFormat
 
@@ -174,6 +175,8 @@ class CodexCli(JsonHooksCli):
 
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """``$CODEX_HOME/hooks.json`` (default ``~/.codex``); no project scope."""
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         if project:
             raise ConfigError(
                 "Codex reads hooks from $CODEX_HOME/hooks.json only: run without --project"

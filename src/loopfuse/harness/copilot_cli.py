@@ -45,13 +45,14 @@ import re
 import time
 from collections.abc import Mapping
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from loopfuse.harness.agent_cli import PROBE_TOOL, Action, AgentCli, HookEvent, HookPayloadError
 from loopfuse.harness.base import Harness, Tool, ToolKind
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from loopfuse.harness.agent_cli import HookInstaller
     from loopfuse.harness.transcripts import SessionFormat
 
@@ -415,6 +416,8 @@ class CopilotCli(AgentCli):
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """``.github/hooks/loopfuse.json`` in the project, else in ``$COPILOT_HOME/hooks``
         (default ``~/.copilot/hooks``)."""
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         if project:
             return cwd / ".github" / "hooks" / "loopfuse.json"
         base = env.get("COPILOT_HOME")

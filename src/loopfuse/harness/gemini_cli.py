@@ -44,7 +44,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.harness.agent_cli import HookEvent
@@ -52,6 +51,8 @@ from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from loopfuse.harness.agent_cli import HookInstaller
     from loopfuse.harness.transcripts import SessionFormat
 
@@ -199,6 +200,8 @@ class GeminiCliHooks(JsonHooksCli):
 
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """``.gemini/settings.json`` in the project or the home folder."""
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         home = Path(env.get("HOME") or Path.home())
         return (cwd if project else home) / ".gemini" / "settings.json"
 

@@ -39,7 +39,6 @@ import os
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.errors import ConfigError
@@ -48,6 +47,8 @@ from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from loopfuse.harness.agent_cli import HookInstaller
     from loopfuse.harness.transcripts import SessionFormat
 
@@ -254,6 +255,8 @@ class KimiCodeCli(JsonHooksCli):
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """``config.toml`` in ``$KIMI_CODE_HOME`` (default ``~/.kimi-code``); Kimi Code
         reads no project's hooks."""
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         if project:
             raise ConfigError(
                 "Kimi Code runs hooks only from your own settings ($KIMI_CODE_HOME/config.toml, "

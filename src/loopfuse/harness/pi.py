@@ -39,7 +39,6 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache, cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from loopfuse.harness.agent_cli import (
@@ -52,6 +51,8 @@ from loopfuse.harness.agent_cli import (
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from loopfuse.harness.installers import WholeFile
     from loopfuse.harness.transcripts import SessionFormat
 
@@ -278,6 +279,7 @@ class PiCli(AgentCli):
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """The extension's file: ``.pi/extensions/`` of the project, or the user's
         extension folder (``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``)."""
+
         if project:
             return cwd / ".pi" / "extensions" / EXTENSION_FILE
         return agent_dir(env) / "extensions" / EXTENSION_FILE
@@ -301,11 +303,15 @@ def sessions_dir(env: Mapping[str, str]) -> Path:
 
 
 def _home(env: Mapping[str, str]) -> Path:
+    from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
     return Path(env.get("HOME") or Path.home())
 
 
 def _home_path(given: str, env: Mapping[str, str]) -> Path:
     """A folder a variable of pi's names (a leading ``~`` is the home, as pi reads it)."""
+    from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
     if given == "~" or given.startswith("~/"):
         return _home(env) / given[2:]
     return Path(given)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.harness import gemini_cli
@@ -44,6 +43,8 @@ from loopfuse.harness.base import Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from loopfuse.harness.agent_cli import HookInstaller
     from loopfuse.harness.transcripts import SessionFormat
 
@@ -158,6 +159,8 @@ class QwenCodeCli(JsonHooksCli):
 
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """``.qwen/settings.json`` in the project or the home folder."""
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         home = Path(env.get("HOME") or Path.home())
         return (cwd if project else home) / ".qwen" / "settings.json"
 

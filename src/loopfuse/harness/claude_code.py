@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
-from loopfuse.harness.agent_cli import HookEvent, HookPayloadError
+from loopfuse.harness.agent_cli import HookEvent, HookPayloadError, harness_module
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -171,9 +171,8 @@ class ClaudeCodeCli(JsonHooksCli):
     def sessions(self) -> SessionFormat:  # type: ignore[override]
         """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._claude_code_sessions`), imported
         on first use: only ``scan`` reads them, the hook never."""
-        from loopfuse.harness._claude_code_sessions import SESSIONS
-
-        return SESSIONS
+        reader: SessionFormat = harness_module("_claude_code_sessions").SESSIONS
+        return reader
 
     def parse(self, payload: dict[str, object]) -> HookEvent:
         """As every Claude Code-style CLI's, but never Copilot CLI's input: it runs a
@@ -233,7 +232,5 @@ def __getattr__(name: str) -> object:
     """The transcript reader's names, imported on first use (the hook imports this module
     at every tool call and reads no transcript)."""
     if name in _TRANSCRIPT_NAMES:
-        from loopfuse.harness import _claude_code_sessions
-
-        return getattr(_claude_code_sessions, name)
+        return getattr(harness_module("_claude_code_sessions"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -46,6 +46,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.errors import ConfigError
+from loopfuse.harness.agent_cli import harness_module
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -155,9 +156,8 @@ class CodexCli(JsonHooksCli):
     def sessions(self) -> SessionFormat:  # type: ignore[override]
         """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._codex_sessions`), imported
         on first use: only ``scan`` reads them, the hook never."""
-        from loopfuse.harness._codex_sessions import SESSIONS
-
-        return SESSIONS
+        reader: SessionFormat = harness_module("_codex_sessions").SESSIONS
+        return reader
 
     after_install = (
         "Codex runs a new hook only once you trust it: start `codex`, review its hooks and "
@@ -199,7 +199,5 @@ def __getattr__(name: str) -> object:
     """The transcript reader's names, imported on first use (the hook imports this module
     at every tool call and reads no transcript)."""
     if name in _TRANSCRIPT_NAMES:
-        from loopfuse.harness import _codex_sessions
-
-        return getattr(_codex_sessions, name)
+        return getattr(harness_module("_codex_sessions"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

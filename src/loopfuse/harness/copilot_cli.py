@@ -47,7 +47,14 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from loopfuse.harness.agent_cli import PROBE_TOOL, Action, AgentCli, HookEvent, HookPayloadError
+from loopfuse.harness.agent_cli import (
+    PROBE_TOOL,
+    Action,
+    AgentCli,
+    HookEvent,
+    HookPayloadError,
+    harness_module,
+)
 from loopfuse.harness.base import Harness, Tool, ToolKind
 
 if TYPE_CHECKING:
@@ -362,9 +369,8 @@ class CopilotCli(AgentCli):
     def sessions(self) -> SessionFormat:  # type: ignore[override]
         """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._copilot_sessions`), imported
         on first use: only ``scan`` reads them, the hook never."""
-        from loopfuse.harness._copilot_sessions import SESSIONS
-
-        return SESSIONS
+        reader: SessionFormat = harness_module("_copilot_sessions").SESSIONS
+        return reader
 
     @cached_property
     def installer(self) -> HookInstaller:  # type: ignore[override]
@@ -438,7 +444,5 @@ def __getattr__(name: str) -> object:
     """The transcript reader's names, imported on first use (the hook imports this module
     at every tool call and reads no transcript)."""
     if name in _TRANSCRIPT_NAMES:
-        from loopfuse.harness import _copilot_sessions
-
-        return getattr(_copilot_sessions, name)
+        return getattr(harness_module("_copilot_sessions"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

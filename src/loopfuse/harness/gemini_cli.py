@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
-from loopfuse.harness.agent_cli import HookEvent
+from loopfuse.harness.agent_cli import HookEvent, harness_module
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -164,9 +164,8 @@ class GeminiCliHooks(JsonHooksCli):
     def sessions(self) -> SessionFormat:  # type: ignore[override]
         """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._gemini_cli_sessions`), imported
         on first use: only ``scan`` reads them, the hook never."""
-        from loopfuse.harness._gemini_cli_sessions import SESSIONS
-
-        return SESSIONS
+        reader: SessionFormat = harness_module("_gemini_cli_sessions").SESSIONS
+        return reader
 
     def recognises(self, payload: dict[str, object]) -> bool:
         """Its tool events' names are its own."""
@@ -221,7 +220,5 @@ def __getattr__(name: str) -> object:
     """The transcript reader's names, imported on first use (the hook imports this module
     at every tool call and reads no transcript)."""
     if name in _TRANSCRIPT_NAMES:
-        from loopfuse.harness import _gemini_cli_sessions
-
-        return getattr(_gemini_cli_sessions, name)
+        return getattr(harness_module("_gemini_cli_sessions"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

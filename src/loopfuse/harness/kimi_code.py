@@ -42,7 +42,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.errors import ConfigError
-from loopfuse.harness.agent_cli import PROBE_TOOL, Action, HookEvent
+from loopfuse.harness.agent_cli import PROBE_TOOL, Action, HookEvent, harness_module
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -208,9 +208,8 @@ class KimiCodeCli(JsonHooksCli):
     def sessions(self) -> SessionFormat:  # type: ignore[override]
         """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._kimi_code_sessions`), imported
         on first use: only ``scan`` reads them, the hook never."""
-        from loopfuse.harness._kimi_code_sessions import SESSIONS
-
-        return SESSIONS
+        reader: SessionFormat = harness_module("_kimi_code_sessions").SESSIONS
+        return reader
 
     def parse(self, payload: dict[str, object]) -> HookEvent:
         """Claude Code's fields, and the model's call id (``tool_call_id``)."""
@@ -283,7 +282,5 @@ def __getattr__(name: str) -> object:
     """The transcript reader's names, imported on first use (the hook imports this module
     at every tool call and reads no transcript)."""
     if name in _TRANSCRIPT_NAMES:
-        from loopfuse.harness import _kimi_code_sessions
-
-        return getattr(_kimi_code_sessions, name)
+        return getattr(harness_module("_kimi_code_sessions"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -47,6 +47,7 @@ from loopfuse.harness.agent_cli import (
     AgentCli,
     HookEvent,
     HookPayloadError,
+    harness_module,
 )
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 
@@ -199,9 +200,8 @@ class PiCli(AgentCli):
     def sessions(self) -> SessionFormat:  # type: ignore[override]
         """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._pi_sessions`), imported
         on first use: only ``scan`` reads them, the hook never."""
-        from loopfuse.harness._pi_sessions import SESSIONS
-
-        return SESSIONS
+        reader: SessionFormat = harness_module("_pi_sessions").SESSIONS
+        return reader
 
     @property
     def installer(self) -> WholeFile:  # type: ignore[override]
@@ -523,7 +523,5 @@ def __getattr__(name: str) -> object:
     """The transcript reader's names, imported on first use (the hook imports this module
     at every tool call and reads no transcript)."""
     if name in _TRANSCRIPT_NAMES:
-        from loopfuse.harness import _pi_sessions
-
-        return getattr(_pi_sessions, name)
+        return getattr(harness_module("_pi_sessions"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

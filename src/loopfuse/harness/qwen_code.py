@@ -38,7 +38,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.harness import gemini_cli
-from loopfuse.harness.agent_cli import NotAUserPrompt
+from loopfuse.harness.agent_cli import NotAUserPrompt, harness_module
 from loopfuse.harness.base import Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -121,9 +121,8 @@ class QwenCodeCli(JsonHooksCli):
     def sessions(self) -> SessionFormat:  # type: ignore[override]
         """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._qwen_code_sessions`), imported
         on first use: only ``scan`` reads them, the hook never."""
-        from loopfuse.harness._qwen_code_sessions import SESSIONS
-
-        return SESSIONS
+        reader: SessionFormat = harness_module("_qwen_code_sessions").SESSIONS
+        return reader
 
     def recognises(self, payload: dict[str, object]) -> bool:
         """Its tool events carry ``tool_call_id``; its prompt ids hold ``########``."""
@@ -178,7 +177,5 @@ def __getattr__(name: str) -> object:
     """The transcript reader's names, imported on first use (the hook imports this module
     at every tool call and reads no transcript)."""
     if name in _TRANSCRIPT_NAMES:
-        from loopfuse.harness import _qwen_code_sessions
-
-        return getattr(_qwen_code_sessions, name)
+        return getattr(harness_module("_qwen_code_sessions"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ import pytest
 from agent_transcripts import looping, write_lines
 from loopfuse.cli.agent_sessions import AGENTS, AgentSession, agent_of, read_runs, sessions_folder
 from loopfuse.cli.main import main
-from loopfuse.harness import _copilot_sessions, transcripts
+from loopfuse.harness import _copilot_sessions
 from loopfuse.harness.agent_cli import AGENT_CLIS, AgentCli, agent_cli
 from loopfuse.harness.claude_code import ClaudeCodeCli
 from loopfuse.harness.transcripts import (
@@ -171,27 +171,6 @@ def test_scan_agent_names_a_cli_without_a_reader_clearly(
     ]
     with pytest.raises(ValueError, match="cannot read Fake CLI's transcripts"):
         sessions_folder("fake")
-
-
-def test_a_scan_only_reader_serves_a_registered_cli_until_it_has_its_own(
-    tmp_path: Path, register: Callable[[str, AgentCli], None]
-) -> None:
-    """The lead's merge path: a CLI module registered without ``sessions`` keeps the
-    reader of :data:`~loopfuse.harness.transcripts.SCAN_ONLY`; one with its own wins."""
-
-    class Copilot(FakeCliWithout):
-        name = "copilot"
-
-    register("copilot", Copilot())
-    assert session_format("copilot") is _copilot_sessions.SESSIONS
-    assert scanned_agents() == AGENTS
-
-    class CopilotWithItsOwn(FakeCli):
-        name = "copilot"
-
-    register("copilot", CopilotWithItsOwn())
-    assert isinstance(session_format("copilot"), FakeSessions)
-    assert "copilot" in transcripts.SCAN_ONLY  # the line the lead then removes
 
 
 def test_the_line_reader_reports_bad_lines_and_counts_them_on_the_first_run() -> None:

@@ -29,12 +29,14 @@ import importlib
 import json
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple, Protocol
 
 from loopfuse.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+    from types import ModuleType
+
     from loopfuse.harness.base import Harness
     from loopfuse.harness.installers import Ours
     from loopfuse.harness.transcripts import SessionFormat
@@ -52,6 +54,7 @@ __all__ = [
     "NotAUserPrompt",
     "Phase",
     "agent_cli",
+    "harness_module",
     "recognised",
 ]
 
@@ -260,6 +263,14 @@ def agent_cli(name: str) -> AgentCli:
         raise ConfigError(f"unknown agent {name!r}; one of {', '.join(AGENT_CLIS)}")
     found: AgentCli = importlib.import_module(f"loopfuse.harness.{module}").CLI
     return found
+
+
+def harness_module(name: str) -> ModuleType:
+    """The module ``name`` of :mod:`loopfuse.harness`, imported on first use. How a CLI's
+    module reaches its transcript reader (``_<cli>_sessions``, which imports the CLI's
+    module for its helpers): only ``scan`` reads transcripts, and the hook, which imports
+    every CLI's module, imports no reader."""
+    return importlib.import_module(f"loopfuse.harness.{name}")
 
 
 def recognised(payload: dict[str, object]) -> AgentCli:

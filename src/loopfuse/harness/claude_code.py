@@ -52,24 +52,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final
+from functools import cached_property
+from typing import TYPE_CHECKING, Final
 
-from loopfuse.harness.agent_cli import HookEvent, HookPayloadError
+from loopfuse.harness.agent_cli import HookEvent, HookPayloadError, harness_module
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
-from loopfuse.harness.installers import HooksMap
 from loopfuse.harness.json_hooks import JsonHooksCli
-from loopfuse.harness.transcripts import (
-    AgentRun,
-    Lines,
-    SessionFolder,
-    SessionFormat,
-    run_meta,
-    text_or_none,
-)
 
-__all__ = ["CLI", "HARNESS", "SESSIONS", "ClaudeCodeCli", "ClaudeCodeSessions", "exit_code"]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from loopfuse.harness.agent_cli import HookInstaller
+    from loopfuse.harness.transcripts import SessionFormat
+
+__all__ = ["CLI", "HARNESS", "ClaudeCodeCli", "exit_code"]
 
 _EXIT: Final = re.compile(r"\AExit code (\d+)\b")
 
@@ -133,161 +129,6 @@ HARNESS: Final = Harness(
 """Claude Code's tools and conventions."""
 
 
-# --- its transcripts --------------------------------------------------------------------
-
-_SESSION_ID: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
-_ONLY_TYPES: Final = frozenset({"summary", "file-history-snapshot"})
-
-
-class ClaudeCodeSessions(SessionFormat):
-    """Claude Code's transcripts: one record a line, each with its ``sessionId``."""
-
-    agent = "claude-code"
-    priority = 40
-    starts = (re.compile(rb'\{\s*"parentUuid"\s*:'),)
-
-    def folder(self, env: Mapping[str, str]) -> SessionFolder:
-        """``projects`` in ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``)."""
-        home = Path(env.get("HOME") or Path.home())
-        base = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
-        return SessionFolder(self.agent, (base / "projects",), "CLAUDE_CONFIG_DIR")
-
-    def recognises(self, record: dict[str, Any]) -> bool:
-        """Any record with a ``sessionId`` (the loosest test: asked after the CLIs that
-        share the envelope), or a summary or file snapshot."""
-        kind = record.get("type")
-        return "sessionId" in record or (isinstance(kind, str) and kind in _ONLY_TYPES)
-
-    def read_runs(self, name: str, path: Path | None, lines: Lines) -> list[AgentRun]:
-        """The session's run, and each subagent's of its file."""
-        return _claude_runs(name, path, lines)
-
-
-@dataclass(slots=True)
-class _ClaudeRun:
-    """The messages of one Claude Code run (the session, or one subagent)."""
-
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    sessions: list[str | None] = field(default_factory=list)  # each message's sessionId
-    times: list[str | None] = field(default_factory=list)  # each message's timestamp
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # message.id -> message
-    first: dict[str, Any] = field(default_factory=dict)
-    last: dict[str, Any] = field(default_factory=dict)
-    model: str | None = None
-
-    def add(self, record: dict[str, Any], message: dict[str, Any]) -> None:
-        if not self.first:
-            self.first = record
-        self.last = record
-        content = message.get("content")
-        if record.get("type") == "assistant":
-            model = text_or_none(message.get("model"))
-            if model is not None and model != "<synthetic>":  # Claude Code's own notes
-                self.model = model
-            answer_id = text_or_none(message.get("id"))
-            same = self.answers.get(answer_id) if answer_id else None
-            if same is not None:  # the next content block of an answer already read
-                same["content"].extend(_blocks(content))
-                if isinstance(message.get("usage"), dict):
-                    same["usage"] = message["usage"]
-                return
-            answer: dict[str, Any] = {"role": "assistant", "content": _blocks(content)}
-            if isinstance(message.get("usage"), dict):
-                answer["usage"] = message["usage"]
-            if answer_id:
-                self.answers[answer_id] = answer
-            self._append(answer, record)
-        else:
-            self._append({"role": "user", "content": content}, record)
-
-    def _append(self, message: dict[str, Any], record: dict[str, Any]) -> None:
-        self.messages.append(message)
-        self.sessions.append(text_or_none(record.get("sessionId")))
-        self.times.append(text_or_none(record.get("timestamp")))
-
-    def history(self, folder: Path | None) -> tuple[int, str | None]:
-        """How many leading messages copy earlier sessions and are reported by a file
-        in ``folder``, and the session they continue. A copy can hold several sessions
-        (a resumed session resumed again): the file of the last one found beside holds
-        all that comes before it."""
-        current = self.sessions[-1] if self.sessions else None
-        if folder is None or current is None:
-            return 0, None
-        count, continues = 0, None
-        beside: dict[str, bool] = {}
-        for index, session in enumerate(self.sessions):
-            if session == current:
-                break
-            if session is None or not _SESSION_ID.fullmatch(session):
-                continue  # not a name Claude Code gives a file
-            if session not in beside:
-                beside[session] = (folder / f"{session}.jsonl").is_file()
-            if beside[session]:
-                count, continues = index + 1, session
-        return count, continues
-
-
-def _blocks(content: object) -> list[Any]:
-    if isinstance(content, list):
-        return list(content)
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return []
-
-
-def _claude_runs(name: str, path: Path | None, lines: Lines) -> list[AgentRun]:
-    runs: dict[str, _ClaudeRun] = {}
-    seen: set[str] = set()
-    chains: dict[str, str] = {}  # a sidechain line's uuid -> its run
-    for number, record in lines:
-        if record.get("type") not in ("user", "assistant"):
-            continue  # summaries, snapshots, system notes, attachments: not sent as turns
-        message = record.get("message")
-        if not isinstance(message, dict):
-            lines.problem(number, f"a {record.get('type')} line without a message object")
-            continue
-        uuid = text_or_none(record.get("uuid"))
-        if uuid is not None:
-            if uuid in seen:
-                continue  # written twice
-            seen.add(uuid)
-        key = ""
-        if record.get("isSidechain") is True:
-            parent = text_or_none(record.get("parentUuid"))
-            key = (
-                text_or_none(record.get("agentId"))
-                or chains.get(parent or "")
-                or uuid
-                or "sidechain"
-            )
-            if uuid is not None:
-                chains[uuid] = key
-        runs.setdefault(key, _ClaudeRun()).add(record, message)
-    folder = path.parent if path is not None else None
-    out = []
-    for key, run in runs.items():
-        if not run.messages:
-            continue
-        history, continues = run.history(folder) if not key else (0, None)
-        meta = run_meta(
-            agent="claude-code",
-            session=run.last.get("sessionId"),
-            project=run.first.get("cwd"),
-            started=run.times[min(history, len(run.times) - 1)],
-            model=run.model,
-            subagent=key or None,
-            continues=continues,
-        )
-        body = {"model": run.model or "", "system": [], "messages": run.messages}
-        label = name if len(runs) == 1 or not key else f"{name} (subagent {key})"
-        out.append(AgentRun(label, body, meta, history))
-    return out
-
-
-SESSIONS: Final = ClaudeCodeSessions()
-"""Claude Code's transcripts."""
-
-
 class ClaudeCodeCli(JsonHooksCli):
     """Claude Code's hooks: ``PreToolUse``, ``PostToolUse`` / ``PostToolUseFailure``
     (the failure, its text starting ``Exit code N`` for a shell), ``UserPromptSubmit``
@@ -308,11 +149,30 @@ class ClaudeCodeCli(JsonHooksCli):
     turn_events = ("UserPromptSubmit",)
     batch_events = ("PostToolBatch",)
     end_after_events = ("PostToolUse",)
-    installer = HooksMap(
-        ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "PostToolBatch"),
-        untargeted=frozenset({"UserPromptSubmit", "PostToolBatch"}),
-    )
-    sessions = SESSIONS
+
+    @cached_property
+    def installer(self) -> HookInstaller:  # type: ignore[override]
+        """Its hooks in the settings file's ``hooks`` map, built on first use (``init`` and
+        ``doctor`` need it; the hook imports no installer)."""
+        from loopfuse.harness.installers import HooksMap
+
+        return HooksMap(
+            (
+                "PreToolUse",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "UserPromptSubmit",
+                "PostToolBatch",
+            ),
+            untargeted=frozenset({"UserPromptSubmit", "PostToolBatch"}),
+        )
+
+    @cached_property
+    def sessions(self) -> SessionFormat:  # type: ignore[override]
+        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._claude_code_sessions`), imported
+        on first use: only ``scan`` reads them, the hook never."""
+        reader: SessionFormat = harness_module("_claude_code_sessions").SESSIONS
+        return reader
 
     def parse(self, payload: dict[str, object]) -> HookEvent:
         """As every Claude Code-style CLI's, but never Copilot CLI's input: it runs a
@@ -350,6 +210,8 @@ class ClaudeCodeCli(JsonHooksCli):
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """``.claude/settings.json`` in the project, else in ``$CLAUDE_CONFIG_DIR``
         (default ``~/.claude``)."""
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         if project:
             return cwd / ".claude" / "settings.json"
         base = env.get("CLAUDE_CONFIG_DIR")
@@ -359,3 +221,16 @@ class ClaudeCodeCli(JsonHooksCli):
 
 CLI: Final = ClaudeCodeCli()
 """Claude Code's hook protocol."""
+
+
+_TRANSCRIPT_NAMES: Final = frozenset(["ClaudeCodeSessions", "SESSIONS"])
+"""The names of its transcript reader (:mod:`loopfuse.harness._claude_code_sessions`), still
+read here."""
+
+
+def __getattr__(name: str) -> object:
+    """The transcript reader's names, imported on first use (the hook imports this module
+    at every tool call and reads no transcript)."""
+    if name in _TRANSCRIPT_NAMES:
+        return getattr(harness_module("_claude_code_sessions"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -38,9 +38,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from functools import cache
-from pathlib import Path
-from typing import Any, Final
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, Any, Final
 
 from loopfuse.harness.agent_cli import (
     PROBE_TOOL,
@@ -48,18 +47,21 @@ from loopfuse.harness.agent_cli import (
     AgentCli,
     HookEvent,
     HookPayloadError,
+    harness_module,
 )
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
-from loopfuse.harness.installers import WholeFile
-from loopfuse.harness.transcripts import AgentRun, Lines, SessionFolder, SessionFormat, run_meta
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from loopfuse.harness.installers import WholeFile
+    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = [
     "CLI",
     "EXTENSION_FILE",
     "HARNESS",
-    "SESSIONS",
     "PiCli",
-    "PiSessions",
     "agent_dir",
     "answer_text",
     "exit_code",
@@ -151,39 +153,10 @@ def _extension() -> WholeFile:
     (nor ``importlib.resources``, about 10 ms of imports)."""
     from importlib import resources
 
+    from loopfuse.harness.installers import WholeFile
+
     template = resources.files("loopfuse.harness").joinpath("pi_extension.ts").read_text("utf-8")
     return WholeFile(template, ("before_agent_start", "tool_call", "tool_result"))
-
-
-class PiSessions(SessionFormat):
-    """pi's session files: ``~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl``
-    (:func:`sessions_dir`), each one run (:func:`session_body`)."""
-
-    agent = "pi"
-    priority = 80  # its records have no sessionId: asked after every other CLI
-
-    def folder(self, env: Mapping[str, str]) -> SessionFolder:
-        """:func:`sessions_dir`."""
-        return SessionFolder(self.agent, (sessions_dir(env),), "PI_CODING_AGENT_DIR")
-
-    def recognises(self, record: dict[str, Any]) -> bool:
-        """A record of a pi session file (:func:`is_session_record`)."""
-        return is_session_record(record)
-
-    def read_runs(self, name: str, path: Path | None, lines: Lines) -> list[AgentRun]:
-        """The session's one run."""
-        del path
-        read = session_body(lines)
-        if read is None:
-            return []
-        body, meta, problems = read
-        for number, text in problems:
-            lines.problem(number, text)
-        return [AgentRun(name, body, run_meta(agent=self.agent, **meta))]
-
-
-SESSIONS: Final = PiSessions()
-"""pi's transcripts, as ``loopfuse scan`` reads them."""
 
 
 class PiCli(AgentCli):
@@ -222,7 +195,13 @@ class PiCli(AgentCli):
     before_events = ("tool_call",)
     after_events = ("tool_result",)
     turn_events = ("before_agent_start",)
-    sessions = SESSIONS
+
+    @cached_property
+    def sessions(self) -> SessionFormat:  # type: ignore[override]
+        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._pi_sessions`), imported
+        on first use: only ``scan`` reads them, the hook never."""
+        reader: SessionFormat = harness_module("_pi_sessions").SESSIONS
+        return reader
 
     @property
     def installer(self) -> WholeFile:  # type: ignore[override]
@@ -300,6 +279,7 @@ class PiCli(AgentCli):
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """The extension's file: ``.pi/extensions/`` of the project, or the user's
         extension folder (``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``)."""
+
         if project:
             return cwd / ".pi" / "extensions" / EXTENSION_FILE
         return agent_dir(env) / "extensions" / EXTENSION_FILE
@@ -323,11 +303,15 @@ def sessions_dir(env: Mapping[str, str]) -> Path:
 
 
 def _home(env: Mapping[str, str]) -> Path:
+    from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
     return Path(env.get("HOME") or Path.home())
 
 
 def _home_path(given: str, env: Mapping[str, str]) -> Path:
     """A folder a variable of pi's names (a leading ``~`` is the home, as pi reads it)."""
+    from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
     if given == "~" or given.startswith("~/"):
         return _home(env) / given[2:]
     return Path(given)
@@ -528,3 +512,16 @@ def _result(messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
         last["content"].append(block)
     else:
         messages.append({"role": "user", "content": [block]})
+
+
+_TRANSCRIPT_NAMES: Final = frozenset(["PiSessions", "SESSIONS"])
+"""The names of its transcript reader (:mod:`loopfuse.harness._pi_sessions`), still
+read here."""
+
+
+def __getattr__(name: str) -> object:
+    """The transcript reader's names, imported on first use (the hook imports this module
+    at every tool call and reads no transcript)."""
+    if name in _TRANSCRIPT_NAMES:
+        return getattr(harness_module("_pi_sessions"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,24 +34,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Final
+from functools import cached_property
+from typing import TYPE_CHECKING, Final
 
 from loopfuse.harness import gemini_cli
-from loopfuse.harness.agent_cli import NotAUserPrompt
+from loopfuse.harness.agent_cli import NotAUserPrompt, harness_module
 from loopfuse.harness.base import Tool, ToolKind
-from loopfuse.harness.installers import HooksMap
 from loopfuse.harness.json_hooks import JsonHooksCli
-from loopfuse.harness.transcripts import (
-    AgentRun,
-    Lines,
-    SessionFolder,
-    SessionFormat,
-    run_meta,
-    text_or_none,
-)
 
-__all__ = ["CLI", "HARNESS", "SESSIONS", "QwenCodeCli", "QwenCodeSessions", "exit_code"]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from loopfuse.harness.agent_cli import HookInstaller
+    from loopfuse.harness.transcripts import SessionFormat
+
+__all__ = ["CLI", "HARNESS", "QwenCodeCli", "exit_code"]
 
 exit_code = gemini_cli.exit_code
 
@@ -83,96 +80,6 @@ HARNESS: Final = dataclasses.replace(
 """Qwen Code's tools and conventions (Gemini CLI's, but for its own tool ids)."""
 
 
-# --- its transcripts --------------------------------------------------------------------
-
-
-class QwenCodeSessions(SessionFormat):
-    """Qwen Code's sessions: Claude Code's envelope around Gemini's messages."""
-
-    agent = "qwen"
-    priority = 30  # before Claude Code's, whose envelope (a sessionId) its records share
-
-    def folder(self, env: Mapping[str, str]) -> SessionFolder:
-        """``~/.qwen/projects``."""
-        home = Path(env.get("HOME") or Path.home())
-        return SessionFolder(self.agent, (home / ".qwen" / "projects",), "HOME")
-
-    def is_transcript(self, name: str, folders: tuple[str, ...]) -> bool:
-        """A ``.jsonl`` file in a ``chats`` folder."""
-        return "chats" in folders and name.endswith(".jsonl")
-
-    def recognises(self, record: dict[str, Any]) -> bool:
-        """A record with a ``sessionId`` whose message is Gemini's, or its own
-        ``systemPayload`` record."""
-        return "sessionId" in record and _qwen_record(record)
-
-    def read_runs(self, name: str, path: Path | None, lines: Lines) -> list[AgentRun]:
-        """The session's one run."""
-        del path
-        return _qwen_runs(name, lines)
-
-
-def _qwen_runs(name: str, lines: Lines) -> list[AgentRun]:
-    """A Qwen Code session as Gemini ``contents``: its ``user``, ``assistant`` and
-    ``tool_result`` messages as they are (Gemini's parts; a call's answer read as Gemini
-    CLI's, see :func:`~loopfuse.harness.gemini_cli.gemini_result`), the answers of one
-    turn in one message."""
-    contents: list[dict[str, Any]] = []
-    info: dict[str, Any] = {}
-    model: str | None = None
-    for number, record in lines:
-        kind = record.get("type")
-        if kind == "system":
-            continue  # the CLI's telemetry and snapshots: never sent
-        message = record.get("message")
-        if kind not in ("user", "assistant", "tool_result") or not isinstance(message, dict):
-            lines.problem(number, "not a Qwen Code session record")
-            continue
-        info = info or record
-        parts = gemini_cli.gemini_parts(message.get("parts"))
-        if kind == "assistant":
-            model = text_or_none(record.get("model")) or model
-            entry: dict[str, Any] = {"role": "model", "parts": parts}
-            usage = record.get("usageMetadata")
-            if isinstance(usage, dict):
-                entry["usageMetadata"] = usage
-            contents.append(entry)
-            continue
-        if kind == "tool_result":
-            parts = [gemini_cli.gemini_result(part) for part in parts]
-            last = contents[-1] if contents else None
-            if last is not None and last["role"] == "user" and _responses_only(last["parts"]):
-                last["parts"].extend(parts)  # the answers to one turn's calls: one message
-                continue
-        if parts:
-            contents.append({"role": "user", "parts": parts})
-    if not contents:
-        return []
-    meta = run_meta(
-        agent="qwen",
-        session=info.get("sessionId"),
-        project=info.get("cwd"),
-        started=info.get("timestamp"),
-        model=model,
-    )
-    return [AgentRun(name, {"contents": contents}, meta)]
-
-
-def _responses_only(parts: list[dict[str, Any]]) -> bool:
-    return bool(parts) and all("functionResponse" in part for part in parts)
-
-
-def _qwen_record(value: dict[str, Any]) -> bool:
-    """Whether a record with Claude Code's envelope is Qwen Code's: its messages are
-    Gemini's (``parts``, not ``content``), its own records ``systemPayload``."""
-    message = value.get("message")
-    return "systemPayload" in value or (isinstance(message, dict) and "parts" in message)
-
-
-SESSIONS: Final = QwenCodeSessions()
-"""Qwen Code's transcripts."""
-
-
 class QwenCodeCli(JsonHooksCli):
     """Qwen Code's hooks: Claude Code's events (``PreToolUse``, ``PostToolUse``,
     ``PostToolUseFailure``, ``UserPromptSubmit``), with Gemini CLI's answers: the
@@ -197,12 +104,25 @@ class QwenCodeCli(JsonHooksCli):
     after_events = ("PostToolUse", "PostToolUseFailure")
     turn_events = ("UserPromptSubmit",)
     can_end_session = False
-    installer = HooksMap(
-        ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"),
-        untargeted=frozenset({"UserPromptSubmit"}),
-        comments=True,
-    )
-    sessions = SESSIONS
+
+    @cached_property
+    def installer(self) -> HookInstaller:  # type: ignore[override]
+        """Its hooks in the settings file's ``hooks`` map, built on first use (``init`` and
+        ``doctor`` need it; the hook imports no installer)."""
+        from loopfuse.harness.installers import HooksMap
+
+        return HooksMap(
+            ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"),
+            untargeted=frozenset({"UserPromptSubmit"}),
+            comments=True,
+        )
+
+    @cached_property
+    def sessions(self) -> SessionFormat:  # type: ignore[override]
+        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._qwen_code_sessions`), imported
+        on first use: only ``scan`` reads them, the hook never."""
+        reader: SessionFormat = harness_module("_qwen_code_sessions").SESSIONS
+        return reader
 
     def recognises(self, payload: dict[str, object]) -> bool:
         """Its tool events carry ``tool_call_id``; its prompt ids hold ``########``."""
@@ -238,9 +158,24 @@ class QwenCodeCli(JsonHooksCli):
 
     def settings_path(self, project: bool, env: Mapping[str, str], cwd: Path) -> Path:
         """``.qwen/settings.json`` in the project or the home folder."""
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         home = Path(env.get("HOME") or Path.home())
         return (cwd if project else home) / ".qwen" / "settings.json"
 
 
 CLI: Final = QwenCodeCli()
 """Qwen Code's hook protocol."""
+
+
+_TRANSCRIPT_NAMES: Final = frozenset(["QwenCodeSessions", "SESSIONS"])
+"""The names of its transcript reader (:mod:`loopfuse.harness._qwen_code_sessions`), still
+read here."""
+
+
+def __getattr__(name: str) -> object:
+    """The transcript reader's names, imported on first use (the hook imports this module
+    at every tool call and reads no transcript)."""
+    if name in _TRANSCRIPT_NAMES:
+        return getattr(harness_module("_qwen_code_sessions"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

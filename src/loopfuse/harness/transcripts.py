@@ -23,7 +23,6 @@ Recognition asks the formats in the order of their :attr:`SessionFormat.priority
 from __future__ import annotations
 
 import abc
-import importlib
 import json
 import os
 import re
@@ -38,7 +37,6 @@ from loopfuse.harness.agent_cli import AGENT_CLIS, agent_cli
 
 __all__ = [
     "PROBLEMS_SHOWN",
-    "SCAN_ONLY",
     "AgentRun",
     "AgentSession",
     "Lines",
@@ -57,14 +55,6 @@ __all__ = [
 
 PROBLEMS_SHOWN: Final = 5
 """How many of a file's problems are listed (the rest are counted)."""
-
-SCAN_ONLY: Final[dict[str, str]] = {
-    "copilot": "_copilot_sessions",
-}
-"""CLIs whose transcripts ``scan`` reads while no module of :data:`AGENT_CLIS` gives
-them ``sessions``: ``--agent`` name -> module of :mod:`loopfuse.harness` exporting
-``SESSIONS``. Listed, and asked, after the registered CLIs' own format when both exist
-(an entry here is used only where the CLI's ``sessions`` is ``None``)."""
 
 _LISTED: Final = ("claude-code", "codex", "gemini", "copilot", "opencode", "qwen")
 """The order ``scan --agent`` has always listed the CLIs in (its help, ``all``); a CLI
@@ -297,17 +287,12 @@ class SessionFormat(abc.ABC):
 
 @cache
 def session_format(agent: str) -> SessionFormat:
-    """The format of the CLI ``--agent`` ``agent``: its ``CLI.sessions``, else the
-    :data:`SCAN_ONLY` reader; ``ValueError`` when ``scan`` reads none for it."""
+    """The format of the CLI ``--agent`` ``agent``: its ``CLI.sessions``; ``ValueError``
+    when ``scan`` reads none for it."""
     if agent in AGENT_CLIS:
         found = agent_cli(agent).sessions
         if found is not None:
             return found
-    module = SCAN_ONLY.get(agent)
-    if module is not None:
-        reader: SessionFormat = importlib.import_module(f"loopfuse.harness.{module}").SESSIONS
-        return reader
-    if agent in AGENT_CLIS:
         raise ValueError(f"loopfuse scan cannot read {agent_cli(agent).title}'s transcripts")
     raise ValueError(f"unknown agent {agent!r}; one of {', '.join(scanned_agents())}")
 
@@ -316,7 +301,7 @@ def session_format(agent: str) -> SessionFormat:
 def scanned_agents() -> tuple[str, ...]:
     """The CLIs whose transcripts ``scan`` reads, as ``--agent`` names them and in the
     order it lists them."""
-    names = dict.fromkeys((*_LISTED, *AGENT_CLIS, *SCAN_ONLY))
+    names = dict.fromkeys((*_LISTED, *AGENT_CLIS))
     return tuple(name for name in names if _has_format(name))
 
 

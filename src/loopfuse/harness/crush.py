@@ -39,8 +39,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Final
+from functools import cached_property
+from typing import TYPE_CHECKING, Final
 
 from loopfuse.harness.agent_cli import (
     PROBE_TOOL,
@@ -50,7 +50,11 @@ from loopfuse.harness.agent_cli import (
     HookPayloadError,
 )
 from loopfuse.harness.base import Harness, Tool, ToolKind
-from loopfuse.harness.installers import HooksMap
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from loopfuse.harness.agent_cli import HookInstaller
 
 __all__ = ["CLI", "HALT_EXIT", "HARNESS", "HOOK_NAME", "HOOK_TIMEOUT", "CrushCli"]
 
@@ -121,13 +125,21 @@ class CrushCli(AgentCli):
         "Crush keeps them in a SQLite database whose schema is not established here: Crush "
         "cannot be installed on this project's machines"
     )
-    installer = HooksMap(
-        ("PreToolUse",),
-        comments=True,
-        grouped=False,
-        kind=(),
-        extra=(("name", HOOK_NAME), ("timeout", HOOK_TIMEOUT)),
-    )
+
+    @cached_property
+    def installer(self) -> HookInstaller:  # type: ignore[override]
+        """One flat entry ``{"name", "timeout", "command"}`` in ``hooks.PreToolUse``, no
+        ``type``, no matcher (every tool), built on first use (``init`` and ``doctor``
+        need it; the hook imports no installer)."""
+        from loopfuse.harness.installers import HooksMap
+
+        return HooksMap(
+            ("PreToolUse",),
+            comments=True,
+            grouped=False,
+            kind=(),
+            extra=(("name", HOOK_NAME), ("timeout", HOOK_TIMEOUT)),
+        )
 
     @property
     def events(self) -> tuple[str, ...]:
@@ -224,11 +236,14 @@ class CrushCli(AgentCli):
         ``crush.json``), or the user's (``$CRUSH_GLOBAL_CONFIG/crush.json``,
         ``$XDG_CONFIG_HOME/crush/crush.json``, ``~/.config/crush/crush.json``).
 
+        >>> from pathlib import Path
         >>> CLI.settings_path(False, {"HOME": "/h"}, Path("/p")).as_posix()
         '/h/.config/crush/crush.json'
         >>> CLI.settings_path(True, {}, Path("/p")).as_posix()
         '/p/crush.json'
         """
+        from pathlib import Path  # here: the hook never asks, and imports no pathlib
+
         if project:
             plain, hidden = cwd / "crush.json", cwd / ".crush.json"
             if not os.path.lexists(plain) and os.path.lexists(hidden):

@@ -27,8 +27,8 @@ from __future__ import annotations
 import abc
 import importlib
 import json
-from collections.abc import Mapping
-from functools import cache
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple, Protocol
 
 from loopfuse.errors import ConfigError
@@ -55,6 +55,7 @@ __all__ = [
     "Phase",
     "agent_cli",
     "harness_module",
+    "reader_names",
     "recognised",
 ]
 
@@ -192,12 +193,25 @@ class AgentCli(abc.ABC):
     after_install: str = ""
     """What ``loopfuse init`` tells the user to do once it has installed the hook, if the
     CLI needs more before it runs it (Codex: trust it)."""
-    sessions: SessionFormat | None = None
-    """Where the CLI keeps its transcripts and how ``loopfuse scan`` reads them
-    (:mod:`loopfuse.harness.transcripts`); ``None``: ``scan --agent`` cannot read them."""
+    sessions_module: str | None = None
+    """The module of :mod:`loopfuse.harness` that holds its transcript reader
+    (``SESSIONS``), apart from the CLI's own: only ``scan`` reads transcripts, and the
+    hook, which imports every CLI's module at every tool call, imports no reader (and the
+    reader imports the CLI's module for its helpers). ``None``: ``scan --agent`` cannot
+    read its transcripts."""
     sessions_unread: str = ""
     """Why ``scan --agent`` cannot read its transcripts (where :attr:`sessions` is
     ``None``), said with that error."""
+
+    @cached_property
+    def sessions(self) -> SessionFormat | None:
+        """Where the CLI keeps its transcripts and how ``loopfuse scan`` reads them (a
+        :class:`~loopfuse.harness.transcripts.SessionFormat`: ``SESSIONS`` of
+        :attr:`sessions_module`, imported on first use); ``None``: none."""
+        if self.sessions_module is None:
+            return None
+        reader: SessionFormat = harness_module(self.sessions_module).SESSIONS
+        return reader
 
     @property
     def events(self) -> tuple[str, ...]:
@@ -271,6 +285,30 @@ def harness_module(name: str) -> ModuleType:
     module for its helpers): only ``scan`` reads transcripts, and the hook, which imports
     every CLI's module, imports no reader."""
     return importlib.import_module(f"loopfuse.harness.{name}")
+
+
+def reader_names(module: str, names: Iterable[str], owner: str) -> Callable[[str], object]:
+    """A CLI module's ``__getattr__`` (PEP 562) for the ``names`` of its transcript reader,
+    ``module`` of :mod:`loopfuse.harness`, read there on first use: they are still
+    ``owner``'s names, and the hook, which imports ``owner`` at every call, imports no
+    reader (:attr:`AgentCli.sessions_module`).
+
+    >>> lookup = reader_names("_codex_sessions", ["SESSIONS"], "loopfuse.harness.codex")
+    >>> lookup("SESSIONS").agent
+    'codex'
+    >>> lookup("nothing")
+    Traceback (most recent call last):
+    ...
+    AttributeError: module 'loopfuse.harness.codex' has no attribute 'nothing'
+    """
+    kept = frozenset(names)
+
+    def __getattr__(name: str) -> object:
+        if name in kept:
+            return getattr(harness_module(module), name)
+        raise AttributeError(f"module {owner!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def recognised(payload: dict[str, object]) -> AgentCli:

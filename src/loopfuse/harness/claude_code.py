@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
-from loopfuse.harness.agent_cli import HookEvent, HookPayloadError, harness_module
+from loopfuse.harness.agent_cli import HookEvent, HookPayloadError, reader_names
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.harness.agent_cli import HookInstaller
-    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = ["CLI", "HARNESS", "ClaudeCodeCli", "exit_code"]
 
@@ -167,12 +166,7 @@ class ClaudeCodeCli(JsonHooksCli):
             untargeted=frozenset({"UserPromptSubmit", "PostToolBatch"}),
         )
 
-    @cached_property
-    def sessions(self) -> SessionFormat:  # type: ignore[override]
-        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._claude_code_sessions`), imported
-        on first use: only ``scan`` reads them, the hook never."""
-        reader: SessionFormat = harness_module("_claude_code_sessions").SESSIONS
-        return reader
+    sessions_module = "_claude_code_sessions"
 
     def parse(self, payload: dict[str, object]) -> HookEvent:
         """As every Claude Code-style CLI's, but never Copilot CLI's input: it runs a
@@ -223,14 +217,6 @@ CLI: Final = ClaudeCodeCli()
 """Claude Code's hook protocol."""
 
 
-_TRANSCRIPT_NAMES: Final = frozenset(["ClaudeCodeSessions", "SESSIONS"])
-"""The names of its transcript reader (:mod:`loopfuse.harness._claude_code_sessions`), still
-read here."""
-
-
-def __getattr__(name: str) -> object:
-    """The transcript reader's names, imported on first use (the hook imports this module
-    at every tool call and reads no transcript)."""
-    if name in _TRANSCRIPT_NAMES:
-        return getattr(harness_module("_claude_code_sessions"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = reader_names("_claude_code_sessions", ["ClaudeCodeSessions", "SESSIONS"], __name__)
+"""Its transcript reader's names, read there on first use
+(:func:`~loopfuse.harness.agent_cli.reader_names`)."""

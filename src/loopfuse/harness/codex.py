@@ -46,7 +46,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.errors import ConfigError
-from loopfuse.harness.agent_cli import harness_module
+from loopfuse.harness.agent_cli import reader_names
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.harness.agent_cli import HookInstaller
-    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = ["CLI", "HARNESS", "CodexCli", "exit_code"]
 
@@ -152,12 +151,7 @@ class CodexCli(JsonHooksCli):
             untargeted=frozenset({"UserPromptSubmit"}),
         )
 
-    @cached_property
-    def sessions(self) -> SessionFormat:  # type: ignore[override]
-        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._codex_sessions`), imported
-        on first use: only ``scan`` reads them, the hook never."""
-        reader: SessionFormat = harness_module("_codex_sessions").SESSIONS
-        return reader
+    sessions_module = "_codex_sessions"
 
     after_install = (
         "Codex runs a new hook only once you trust it: start `codex`, review its hooks and "
@@ -190,14 +184,6 @@ CLI: Final = CodexCli()
 """Codex's hook protocol."""
 
 
-_TRANSCRIPT_NAMES: Final = frozenset(["CodexSessions", "SESSIONS"])
-"""The names of its transcript reader (:mod:`loopfuse.harness._codex_sessions`), still
-read here."""
-
-
-def __getattr__(name: str) -> object:
-    """The transcript reader's names, imported on first use (the hook imports this module
-    at every tool call and reads no transcript)."""
-    if name in _TRANSCRIPT_NAMES:
-        return getattr(harness_module("_codex_sessions"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = reader_names("_codex_sessions", ["CodexSessions", "SESSIONS"], __name__)
+"""Its transcript reader's names, read there on first use
+(:func:`~loopfuse.harness.agent_cli.reader_names`)."""

@@ -53,7 +53,7 @@ from loopfuse.harness.agent_cli import (
     AgentCli,
     HookEvent,
     HookPayloadError,
-    harness_module,
+    reader_names,
 )
 from loopfuse.harness.base import Harness, Tool, ToolKind
 
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.harness.agent_cli import HookInstaller
-    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = [
     "AFTER_EVENTS",
@@ -365,12 +364,7 @@ class CopilotCli(AgentCli):
     turn_events = TURN_EVENTS
     can_end_session = False
 
-    @cached_property
-    def sessions(self) -> SessionFormat:  # type: ignore[override]
-        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._copilot_sessions`), imported
-        on first use: only ``scan`` reads them, the hook never."""
-        reader: SessionFormat = harness_module("_copilot_sessions").SESSIONS
-        return reader
+    sessions_module = "_copilot_sessions"
 
     @cached_property
     def installer(self) -> HookInstaller:  # type: ignore[override]
@@ -435,14 +429,6 @@ CLI: Final = CopilotCli()
 """Copilot CLI's hook protocol."""
 
 
-_TRANSCRIPT_NAMES: Final = frozenset(["CopilotSessions", "SESSIONS"])
-"""The names of its transcript reader (:mod:`loopfuse.harness._copilot_sessions`), still
-read here."""
-
-
-def __getattr__(name: str) -> object:
-    """The transcript reader's names, imported on first use (the hook imports this module
-    at every tool call and reads no transcript)."""
-    if name in _TRANSCRIPT_NAMES:
-        return getattr(harness_module("_copilot_sessions"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = reader_names("_copilot_sessions", ["CopilotSessions", "SESSIONS"], __name__)
+"""Its transcript reader's names, read there on first use
+(:func:`~loopfuse.harness.agent_cli.reader_names`)."""

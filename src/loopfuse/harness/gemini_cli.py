@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
-from loopfuse.harness.agent_cli import HookEvent, harness_module
+from loopfuse.harness.agent_cli import HookEvent, reader_names
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.harness.agent_cli import HookInstaller
-    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = ["CLI", "HARNESS", "GeminiCliHooks", "exit_code"]
 
@@ -160,12 +159,7 @@ class GeminiCliHooks(JsonHooksCli):
             comments=True,
         )
 
-    @cached_property
-    def sessions(self) -> SessionFormat:  # type: ignore[override]
-        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._gemini_cli_sessions`), imported
-        on first use: only ``scan`` reads them, the hook never."""
-        reader: SessionFormat = harness_module("_gemini_cli_sessions").SESSIONS
-        return reader
+    sessions_module = "_gemini_cli_sessions"
 
     def recognises(self, payload: dict[str, object]) -> bool:
         """Its tool events' names are its own."""
@@ -209,16 +203,10 @@ CLI: Final = GeminiCliHooks()
 """Gemini CLI's hook protocol."""
 
 
-_TRANSCRIPT_NAMES: Final = frozenset(
-    ["GeminiCliSessions", "SESSIONS", "gemini_parts", "gemini_result"]
+__getattr__ = reader_names(
+    "_gemini_cli_sessions",
+    ["GeminiCliSessions", "SESSIONS", "gemini_parts", "gemini_result"],
+    __name__,
 )
-"""The names of its transcript reader (:mod:`loopfuse.harness._gemini_cli_sessions`), still
-read here."""
-
-
-def __getattr__(name: str) -> object:
-    """The transcript reader's names, imported on first use (the hook imports this module
-    at every tool call and reads no transcript)."""
-    if name in _TRANSCRIPT_NAMES:
-        return getattr(harness_module("_gemini_cli_sessions"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+"""Its transcript reader's names, read there on first use
+(:func:`~loopfuse.harness.agent_cli.reader_names`)."""

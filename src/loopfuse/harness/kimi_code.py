@@ -42,7 +42,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.errors import ConfigError
-from loopfuse.harness.agent_cli import PROBE_TOOL, Action, HookEvent, harness_module
+from loopfuse.harness.agent_cli import PROBE_TOOL, Action, HookEvent, reader_names
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.harness.agent_cli import HookInstaller
-    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = ["CLI", "HARNESS", "KimiCodeCli", "answer", "exit_code"]
 
@@ -204,12 +203,7 @@ class KimiCodeCli(JsonHooksCli):
 
         return TomlTables(("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"))
 
-    @cached_property
-    def sessions(self) -> SessionFormat:  # type: ignore[override]
-        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._kimi_code_sessions`), imported
-        on first use: only ``scan`` reads them, the hook never."""
-        reader: SessionFormat = harness_module("_kimi_code_sessions").SESSIONS
-        return reader
+    sessions_module = "_kimi_code_sessions"
 
     def parse(self, payload: dict[str, object]) -> HookEvent:
         """Claude Code's fields, and the model's call id (``tool_call_id``)."""
@@ -271,16 +265,8 @@ CLI: Final = KimiCodeCli()
 """Kimi Code's hook protocol."""
 
 
-_TRANSCRIPT_NAMES: Final = frozenset(
-    ["KimiCodeSessions", "PROTOCOL_MAJOR", "SESSIONS", "wire_runs"]
+__getattr__ = reader_names(
+    "_kimi_code_sessions", ["KimiCodeSessions", "PROTOCOL_MAJOR", "SESSIONS", "wire_runs"], __name__
 )
-"""The names of its transcript reader (:mod:`loopfuse.harness._kimi_code_sessions`), still
-read here."""
-
-
-def __getattr__(name: str) -> object:
-    """The transcript reader's names, imported on first use (the hook imports this module
-    at every tool call and reads no transcript)."""
-    if name in _TRANSCRIPT_NAMES:
-        return getattr(harness_module("_kimi_code_sessions"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+"""Its transcript reader's names, read there on first use
+(:func:`~loopfuse.harness.agent_cli.reader_names`)."""

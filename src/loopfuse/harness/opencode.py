@@ -49,7 +49,7 @@ from loopfuse.harness.agent_cli import (
     HookEvent,
     HookPayloadError,
     NotAUserPrompt,
-    harness_module,
+    reader_names,
 )
 from loopfuse.harness.base import Harness, Tool, ToolKind
 
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.harness.installers import WholeFile
-    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = [
     "CLI",
@@ -182,12 +181,7 @@ class OpenCode(AgentCli):
     turn_events = (PROMPT,)
     after_install = SDK_INSTALL
 
-    @cached_property
-    def sessions(self) -> SessionFormat:  # type: ignore[override]
-        """Its sessions (``SESSIONS`` of :mod:`loopfuse.harness._opencode_sessions`),
-        imported on first use: only ``scan`` reads them, the hook never."""
-        reader: SessionFormat = harness_module("_opencode_sessions").SESSIONS
-        return reader
+    sessions_module = "_opencode_sessions"
 
     @cached_property
     def installer(self) -> WholeFile:  # type: ignore[override]  # read on first use
@@ -302,14 +296,6 @@ CLI: Final = OpenCode()
 """OpenCode, for :func:`loopfuse.harness.agent_cli.agent_cli`."""
 
 
-_TRANSCRIPT_NAMES: Final = frozenset(["OpenCodeSessions", "SESSIONS"])
-"""The names of its transcript reader (:mod:`loopfuse.harness._opencode_sessions`),
-still read here."""
-
-
-def __getattr__(name: str) -> object:
-    """The transcript reader's names, imported on first use (the hook imports this module
-    at every tool call and reads no transcript)."""
-    if name in _TRANSCRIPT_NAMES:
-        return getattr(harness_module("_opencode_sessions"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = reader_names("_opencode_sessions", ["OpenCodeSessions", "SESSIONS"], __name__)
+"""Its transcript reader's names, read there on first use
+(:func:`~loopfuse.harness.agent_cli.reader_names`)."""

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from functools import cache, cached_property
+from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
 from loopfuse.harness.agent_cli import (
@@ -47,7 +47,7 @@ from loopfuse.harness.agent_cli import (
     AgentCli,
     HookEvent,
     HookPayloadError,
-    harness_module,
+    reader_names,
 )
 from loopfuse.harness.base import FileAccess, Harness, Tool, ToolKind
 
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.harness.installers import WholeFile
-    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = [
     "CLI",
@@ -196,12 +195,7 @@ class PiCli(AgentCli):
     after_events = ("tool_result",)
     turn_events = ("before_agent_start",)
 
-    @cached_property
-    def sessions(self) -> SessionFormat:  # type: ignore[override]
-        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._pi_sessions`), imported
-        on first use: only ``scan`` reads them, the hook never."""
-        reader: SessionFormat = harness_module("_pi_sessions").SESSIONS
-        return reader
+    sessions_module = "_pi_sessions"
 
     @property
     def installer(self) -> WholeFile:  # type: ignore[override]
@@ -514,14 +508,6 @@ def _result(messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
         messages.append({"role": "user", "content": [block]})
 
 
-_TRANSCRIPT_NAMES: Final = frozenset(["PiSessions", "SESSIONS"])
-"""The names of its transcript reader (:mod:`loopfuse.harness._pi_sessions`), still
-read here."""
-
-
-def __getattr__(name: str) -> object:
-    """The transcript reader's names, imported on first use (the hook imports this module
-    at every tool call and reads no transcript)."""
-    if name in _TRANSCRIPT_NAMES:
-        return getattr(harness_module("_pi_sessions"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = reader_names("_pi_sessions", ["PiSessions", "SESSIONS"], __name__)
+"""Its transcript reader's names, read there on first use
+(:func:`~loopfuse.harness.agent_cli.reader_names`)."""

@@ -38,7 +38,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
 from loopfuse.harness import gemini_cli
-from loopfuse.harness.agent_cli import NotAUserPrompt, harness_module
+from loopfuse.harness.agent_cli import NotAUserPrompt, reader_names
 from loopfuse.harness.base import Tool, ToolKind
 from loopfuse.harness.json_hooks import JsonHooksCli
 
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from loopfuse.harness.agent_cli import HookInstaller
-    from loopfuse.harness.transcripts import SessionFormat
 
 __all__ = ["CLI", "HARNESS", "QwenCodeCli", "exit_code"]
 
@@ -117,12 +116,7 @@ class QwenCodeCli(JsonHooksCli):
             comments=True,
         )
 
-    @cached_property
-    def sessions(self) -> SessionFormat:  # type: ignore[override]
-        """Its transcripts (``SESSIONS`` of :mod:`loopfuse.harness._qwen_code_sessions`), imported
-        on first use: only ``scan`` reads them, the hook never."""
-        reader: SessionFormat = harness_module("_qwen_code_sessions").SESSIONS
-        return reader
+    sessions_module = "_qwen_code_sessions"
 
     def recognises(self, payload: dict[str, object]) -> bool:
         """Its tool events carry ``tool_call_id``; its prompt ids hold ``########``."""
@@ -168,14 +162,6 @@ CLI: Final = QwenCodeCli()
 """Qwen Code's hook protocol."""
 
 
-_TRANSCRIPT_NAMES: Final = frozenset(["QwenCodeSessions", "SESSIONS"])
-"""The names of its transcript reader (:mod:`loopfuse.harness._qwen_code_sessions`), still
-read here."""
-
-
-def __getattr__(name: str) -> object:
-    """The transcript reader's names, imported on first use (the hook imports this module
-    at every tool call and reads no transcript)."""
-    if name in _TRANSCRIPT_NAMES:
-        return getattr(harness_module("_qwen_code_sessions"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = reader_names("_qwen_code_sessions", ["QwenCodeSessions", "SESSIONS"], __name__)
+"""Its transcript reader's names, read there on first use
+(:func:`~loopfuse.harness.agent_cli.reader_names`)."""

@@ -124,11 +124,13 @@ class _Run:
         prepared: PreparedRequest,
         verdict: Verdict | None,
         stored: bool = True,
+        early: Verdict | None = None,
     ) -> GuardDecision:
-        """The guard's decision on one request, the cache used as an integration uses
+        """The guard's decision on one request (given the detector's verdict, and the
+        early detector's when the replay has it), the cache used as an integration uses
         it (a planned request whose key is cached is answered from it; any other
         forwarded one stores its answer when ``stored``), and the bookkeeping."""
-        decision = self.guard.decide(prepared, verdict=verdict)
+        decision = self.guard.decide(prepared, verdict=verdict, early=early)
         where = (request.session, request.identity)
         first = self.first_sent.setdefault(where, request.position)
         self.asked[where] = self.asked.get(where, 0) + 1
@@ -369,7 +371,12 @@ def _scan_transcript(
     held = [0]  # characters of items[:i], with the commas between them
     for size in sizes:
         held.append(held[-1] + size + (1 if len(held) > 1 else 0))
-    replay = Replay(run.detector.settings) if run.detector is not None else None
+    # In warn mode the early detector is replayed (its loops are noted): the detector is
+    # asked only at a request the early one found a loop in (it finds every loop the
+    # detector does, one count sooner), as the guard does.
+    early_detector = run.guard.early_detector
+    replayed = early_detector if isinstance(early_detector, LoopDetector) else run.detector
+    replay = Replay(replayed.settings) if replayed is not None else None
     fed = 0
     cuts: list[tuple[int, int, int, intent.Turn | None]]
     cuts = [(turn.start, turn.messages, turn.system, turn) for turn in found.turns]
@@ -381,14 +388,19 @@ def _scan_transcript(
         if cut < history:
             continue  # the replay is fed these messages before the next request
         verdict: Verdict | None = None
-        if replay is not None and run.detector is not None:
+        early: Verdict | None = None
+        if replay is not None and replayed is not None and run.detector is not None:
             while fed < held_messages:
                 replay.add(messages[fed], fed)
                 fed += 1
             if _inside_results(messages, held_messages):
-                verdict = run.detector.scan_intent({"messages": messages[:held_messages]})
+                verdict = replayed.scan_intent({"messages": messages[:held_messages]})
             else:
                 verdict = replay.verdict()
+            if replayed is not run.detector:
+                early = verdict
+                if early.loop is not None:
+                    verdict = run.detector.scan_intent({"messages": messages[:held_messages]})
         run.clock.now = (number - 1) * run.settings.turn_seconds
         recorded = usage_tokens(items[turn.start]) if turn is not None else None
         answer = sum(sizes[turn.start : turn.stop]) if turn is not None else 0
@@ -405,7 +417,7 @@ def _scan_transcript(
             message_index=cut if turn is not None else None,
         )
         # The cache, like the breaker, knows the request by its identity.
-        run.check(request, prepared.named(identity), verdict)
+        run.check(request, prepared.named(identity), verdict, early=early)
         run.result.steps[-1].calls = turn_names(messages, turn)
 
 

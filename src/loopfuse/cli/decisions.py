@@ -401,6 +401,8 @@ def _scan_transcript(
                 early = verdict
                 if early.loop is not None:
                     verdict = run.detector.scan_intent({"messages": messages[:held_messages]})
+        # The loop described is the verdict's; with none there, an early note's, if any.
+        described = early if verdict is not None and verdict.loop is None else verdict
         run.clock.now = (number - 1) * run.settings.turn_seconds
         recorded = usage_tokens(items[turn.start]) if turn is not None else None
         answer = sum(sizes[turn.start : turn.stop]) if turn is not None else 0
@@ -412,7 +414,7 @@ def _scan_transcript(
             identity,
             session,
             tokens,
-            describer(messages, verdict, found.turns, held_messages),
+            describer(messages, described, found.turns, held_messages),
             tool_calls=turn.calls if turn is not None else 0,
             message_index=cut if turn is not None else None,
         )

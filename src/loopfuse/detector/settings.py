@@ -264,13 +264,13 @@ class DetectorSettings:
         the note comes one count before (issue 27; docs/detector.md, "Warn").
 
         A count already at its lowest stays (that signal notes where it refuses);
-        ``error_storm`` needs one error fewer in the same calls; ``max_waits`` and
+        ``error_storm`` needs one error fewer in one call fewer; ``max_waits`` and
         ``tool_limits`` are bounds the user gave in calls, kept as they are; the signals
         switched off stay off. Built once per settings.
 
         >>> early = DetectorSettings().earlier()
         >>> early.max_strikes, early.max_error_streak, early.error_storm, early.max_waits
-        (2, 2, (9, 12), 120)
+        (2, 2, (9, 11), 120)
         >>> DetectorSettings(max_strikes=0, max_error_streak=None).earlier().max_strikes
         0
         """
@@ -325,7 +325,9 @@ def _earlier(settings: DetectorSettings) -> DetectorSettings:
             lowered[name] = value - 1
     storm = settings.error_storm
     if storm is not None and storm[0] > 1:
-        lowered["error_storm"] = (storm[0] - 1, storm[1])
+        # The storm one call sooner: 10 of the last 12 calls failed now means at least 9
+        # of the 11 before it did.
+        lowered["error_storm"] = (storm[0] - 1, storm[1] - 1)
     return replace(settings, **lowered) if lowered else settings  # type: ignore[arg-type]
 
 

@@ -41,6 +41,7 @@ length, so the run is walked once:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ from loopfuse.cli.results import FileResult, Step
 from loopfuse.cli.seen_calls import seeming_calls
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
 from loopfuse.detector import LoopDetector, Replay, Verdict
+from loopfuse.harness.agent_cli import AGENT_CLIS, agent_cli
 
 __all__ = ["FakeClock", "scan_file", "scan_source"]
 
@@ -101,6 +103,11 @@ class _Run:
     """The state of one file's replay: its guard, clock, cache use and findings."""
 
     def __init__(self, source: Transcript | Log | AgentRun, settings: Settings) -> None:
+        if isinstance(source, AgentRun) and not _notes_heard(source.meta.get("agent")):
+            # A CLI that throws notes away (Kimi Code): `loopfuse hook` gives it no early
+            # note, its first loop is refused at the detector's count.
+            late = dataclasses.replace(settings.guard, note_early=False)
+            settings = dataclasses.replace(settings, guard=late)
         self.settings = settings
         self.clock = FakeClock()
         self.guard: Guard = guard_of(settings, self.clock)
@@ -197,6 +204,14 @@ class _Run:
         if result.clean:
             result.steps = []  # timelines are drawn for flagged runs only
         return result
+
+
+def _notes_heard(agent: str | None) -> bool:
+    """Whether a note the hook gives reaches the model of the CLI ``agent`` (``None``,
+    or a name no CLI has: as most CLIs, yes)."""
+    if agent is None or agent not in AGENT_CLIS:
+        return True
+    return agent_cli(agent).notes_reach_model
 
 
 def scan_file(

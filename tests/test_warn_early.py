@@ -3,29 +3,15 @@ it where ``refuse`` does (``note_early``, issue 27): the note is a warning, not 
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
+from bash_requests import bash_request as _steps
 from loopfuse import Guard, GuardEvent, LoopDetector
 from loopfuse.detector import DetectorSettings
 
 Steps = list[tuple[str, str]]
 
 _MISSING = "ModuleNotFoundError: No module named 'tablib'"
-
-
-def _steps(steps: Steps, run: str = "a") -> dict[str, Any]:
-    """An OpenAI Chat request after one ``bash`` call per ``(command, answer)``; ``run``
-    tells conversations apart, as providers' call ids do."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Make the report script work."}]
-    for i, (command, answer) in enumerate(steps):
-        call = {"name": "bash", "arguments": json.dumps({"command": command})}
-        tool_call = {"id": f"call_{run}{i}", "type": "function", "function": call}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{run}{i}", "content": answer})
-    return {"model": "gpt-4o", "messages": messages}
 
 
 def _actions(guard: Guard, steps: Steps) -> list[str]:

@@ -1154,6 +1154,24 @@ def test_a_loop_only_the_early_twin_finds_is_noted_never_refused(hook: Hook) -> 
         assert _steps(other, steps, *flags) == ["ran"] * len(steps)
 
 
+def test_failing_again_after_an_early_note_is_not_refused(hook: Hook) -> None:
+    """Noted early (three different calls failing alike: the early twin's error streak),
+    the noted call fails another way; the agent reads a file, then fails that way once
+    more: no count reached the refusal, and an early note's failure is not held against
+    the session (as the integrations' ``Guard`` does not hold it). After a note at the
+    detector's own count, it is: the test above."""
+    failing = [
+        ("python run.py", _MISSING, True),
+        ("pytest -x tests", _MISSING, True),
+        ("make report", _MISSING, True),
+    ]
+    other = "FileNotFoundError: [Errno 2] No such file or directory: 'rows.csv'\n"
+    again = [("python report.py", other, True), _READ, ("python report.py -v", other, True)]
+    steps = [*failing, *again, ("ls", "run.py\n", False)]
+    assert _steps(hook, steps) == ["ran", "ran", "ran", "noted", "ran", "ran", "ran"]
+    assert "refused" not in hook.log()
+
+
 def test_the_answers_a_note_came_with_are_not_noted_again(hook: Hook) -> None:
     """Noted at the third identical failing call (the detector's own count), the agent
     reads a file: the early twin's error streak (three errors, the answers the note came

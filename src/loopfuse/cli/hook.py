@@ -11,7 +11,8 @@ a loop gets depends on the mode, as in the integrations:
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
   note after it; when the session goes on looping, in any way, within the window of the
   note, the call is refused with the reason; so is the call after calls that failed
-  again the way the noted calls did (:mod:`~loopfuse.cli.hook_notes`). With
+  again the way the noted calls did, after a note at the detector's own count
+  (:mod:`~loopfuse.cli.hook_notes`). With
   ``note_early`` (default) the note comes one count before ``refuse`` mode would refuse
   the call, from the detector's early twin (its counts one notch lower,
   :meth:`~loopfuse.detector.LoopDetector.earlier`), and the refusal where ``refuse``
@@ -785,15 +786,14 @@ def _early_loop(
     """warn mode's note on a loop only the early twin found (:func:`_early_twin`): one
     count before the detector would find it, so never a refusal. The session's first
     note is remembered, as :func:`_on_loop` remembers one (a loop at the detector's
-    counts, or the noted calls failing again the same way, then ignored it and is
-    refused); a later early loop in a noted session is noted again, as the integrations'
-    ``Guard`` notes it."""
+    counts then ignored it and is refused); a later early loop in a noted session is
+    noted again, as the integrations' ``Guard`` notes it. Its calls' failure is not
+    remembered (no ``note_given``): a call failing again the way an early note's calls
+    failed is not refused, as the ``Guard`` does not (that would stop runs ``refuse``
+    mode lets through: docs/detector.md, "A note ignored")."""
     key = f"{found.kind}:{found.signature}"
     if not state.noted:
-        from loopfuse.cli.hook_notes import note_given
-
         state.noted[key] = now
-        note_given(state, state.next_id, key, found.count, now)
     logged = f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
     return "note", f"[loopfuse] {found.message}", logged
 

@@ -8,7 +8,9 @@ figures noise). Every figure is measured in this run on this machine, round-robi
 Rows: the guard with nothing on (the parse and the bookkeeping alone); the breaker alone,
 a fresh session per request so that it never trips (the decision the issue's "1.42x"
 means: target <= 1.3x, issue 19); the default guard (breaker and detector), without a
-session and with a fresh one; the same through ``GuardTransport`` on a mock transport;
+session and with a fresh one (and, no session, with ``note_early=False``: ``warn``'s note
+where ``refuse`` refuses, so the detector scans with its own counts instead of the early
+detector's: the cost of the early note); the same through ``GuardTransport`` on a mock transport;
 and, for reference, the parse alone and the detector's ``scan_intent`` on an intent
 parsed once and on one parsed afresh each time (what the guard does: see the last rows).
 With ``on_event`` set, every decision builds one event; without, none is built.
@@ -66,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     bare = Guard(breaker=None, detector=None)
     breaker_only = Guard(detector=None)
     default = Guard()
+    late = Guard(note_early=False)  # warn's note where refuse refuses (before issue 27)
     watched = Guard(detector=None, on_event=lambda event: None)
     detector = LoopDetector()
     held = intent.analyse(body, ignore=IGNORED_PARAMS).parsed_intent
@@ -79,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         "  same, on_event set (one event a request)": lambda: watched.check(body, fresh_watched()),
         "Guard().check, no session": lambda: default.check(body, plain),
         "Guard().check, fresh session": lambda: default.check(body, fresh_default()),
+        "  Guard(note_early=False).check, no session": lambda: late.check(body, plain),
         "GuardTransport(mock), no session": guarded,
         "  the mock transport alone (reference)": unguarded,
         "intent.analyse (reference: the one parse)": lambda: intent.analyse(

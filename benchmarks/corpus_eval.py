@@ -164,52 +164,66 @@ def _trajectory(name: str, pool: str, data: dict[str, Any]) -> Trajectory:
 
 
 Flag = tuple[int, str]  # (the step stopped at, the kind of the signal that stopped it)
-Verdicts = list[tuple[int, str, str]]  # every step whose verdict is not ok: (step, kind, signature)
-# ... and, after the first, every step whose newest calls failed again the way the calls
-# of that first loop did, as (step, kind, "again"): what ``warn`` reads as its note ignored.
-AGAIN = "again"
+# Every step whose verdict is not ok: (step, kind, signature, LOOP); the steps only the
+# early detector (every count one notch lower: ``warn``'s ``note_early``) finds a loop in,
+# (step, kind, signature, EARLY); and, when the first of either is a LOOP, every later
+# step whose newest calls failed again the way that loop's calls did, (step, kind, "",
+# AGAIN): what ``warn`` reads as its note ignored (an early note's failure is not).
+Verdicts = list[tuple[int, str, str, str]]
+LOOP, EARLY, AGAIN = "loop", "early", "again"
 MODES = ("refuse", "warn")
 
 
 def verdicts_of(t: Trajectory, detector: LoopDetector) -> Verdicts:
-    """Every request of the run whose verdict is not ok, in order (one replay), and after
-    the first one the requests whose calls failed as the first loop's did."""
+    """Every request of the run whose verdict is not ok, in order (one replay, and one of
+    the early detector beside it); the requests only the early detector finds a loop in;
+    and after the first of either, when it is a loop at the detector's counts, the
+    requests whose calls failed as its calls did."""
     walk = Replay(detector.settings)
+    early_settings = detector.settings.earlier()
+    early = None if early_settings is detector.settings else Replay(early_settings)
     steps = set(t.steps)
     found: Verdicts = []
     noted: str | None = None  # the failure the first loop's calls got
     for k, message in enumerate(t.messages):
         walk.add(message, k)
-        if k in steps:
-            verdict = walk.verdict()
-            if not verdict.ok:
-                if not found:
-                    failure = verdict.failure
-                    noted = None if failure is None else failure.name
-                found.append((k, verdict.kind or "?", verdict.signature or ""))
-            elif noted is not None:
+        if early is not None:
+            early.add(message, k)
+        if k not in steps:
+            continue
+        verdict = walk.verdict()
+        what = LOOP
+        if verdict.ok and early is not None:
+            verdict, what = early.verdict(), EARLY
+        if not verdict.ok:
+            if not found and what == LOOP:
                 failure = verdict.failure
-                if failure is not None and failure.name == noted:
-                    found.append((k, found[0][1], AGAIN))
+                noted = None if failure is None else failure.name
+            found.append((k, verdict.kind or "?", verdict.signature or "", what))
+        elif noted is not None:
+            failure = verdict.failure
+            if failure is not None and failure.name == noted:
+                found.append((k, found[0][1], "", AGAIN))
     return found
 
 
 def stop_of(verdicts: Verdicts, mode: str) -> Flag | None:
     """Where a guard in ``mode`` stops the run, given its verdicts.
 
-    ``refuse`` stops the first loop; ``warn`` notes the first loop and stops the run at
-    the next request that still loops, whatever its kind and signature, or whose calls
-    failed again the way the noted loop's calls did: either ignored the note (issue 27;
-    the integrations' ``Guard`` does the same within its ``warn_window``, which a replay
-    without times does not have); ``note`` never stops. The replay cannot know what the
-    agent would have done with a note, so it assumes it went on as it did.
+    ``refuse`` stops the first loop; ``warn`` notes the first loop, or the first its early
+    detector finds (``note_early``: one count sooner), and stops the run at the next
+    request that still loops at the detector's counts, whatever its kind and signature,
+    or whose calls failed again the way the noted loop's calls did: either ignored the
+    note (issue 27; the integrations' ``Guard`` does the same within its ``warn_window``,
+    which a replay without times does not have); ``note`` never stops. The replay cannot
+    know what the agent would have done with a note, so it assumes it went on as it did.
     """
     if mode == "refuse":
-        return (verdicts[0][0], verdicts[0][1]) if verdicts else None
+        return next(((k, kind) for k, kind, _, what in verdicts if what == LOOP), None)
     if mode != "warn" or len(verdicts) < 2:
         return None
-    k, kind, _ = verdicts[1]
-    return k, kind
+    # After an early note, AGAIN never follows (verdicts_of): the next LOOP stops it.
+    return next(((k, kind) for k, kind, _, what in verdicts[1:] if what != EARLY), None)
 
 
 def first_flag(t: Trajectory, detector: LoopDetector, mode: str = "refuse") -> Flag | None:

@@ -346,11 +346,12 @@ def test_with_end_session_a_loop_that_goes_on_after_its_refusal_ends_the_session
 
 
 # docs/agents.md: a read-only command that fails the same way every time (`cat
-# missing.txt`) gets the read-only allowance: noted at the 5th identical call, refused at the
-# 6th, the session ended at the 7th with --end-session. Codex too: the detector reads the
-# failure in its answer's text, which carries no exit status.
+# missing.txt`) gets the read-only allowance: refused at the 5th identical call (where
+# --mode refuse refuses it), so noted at the 4th (warn's note comes one count early), the
+# session ended at the 6th with --end-session. Codex too: the detector reads the failure
+# in its answer's text, which carries no exit status.
 READ_ONLY_FAILING = "cat missing.txt"
-READ_ONLY_NOTED_AT = 5
+READ_ONLY_NOTED_AT = 4
 
 
 @pytest.mark.slow

@@ -171,12 +171,16 @@ def test_what_changes_on_every_call_does_not_hide_a_repeat(
 ) -> None:
     # Codex's Chunk ID and Wall time, Gemini's process group id: a new value on every
     # call. Were they part of the answer, every answer would differ, and the repeat
-    # would only be refused late, at the ceiling for moving answers (turn 7).
+    # would only be refused late, at the ceiling for moving answers (turn 7). Warn mode
+    # notes it one count before the refusal (note_early).
     turns = [Turn("npm install", "up to date, audited 1 package", failed=False)] * 10
     code, report, _ = scan(capsys, str(WRITERS[agent](tmp_path, turns)))
     assert code == 1
     [finding] = report["files"][0]["findings"]
-    assert (finding["kind"], finding["first"], finding["count"]) == ("repeat", 5, 4)
+    assert (finding["kind"], finding["first"], finding["count"]) == ("repeat", 4, 3)
+    noted, refused = finding["spans"]
+    assert (noted["noted"], noted["first"], noted["last"]) == (True, 4, 4)
+    assert (refused["noted"], refused["first"], refused["count"]) == (False, 5, 4)
 
 
 def test_tokens_are_the_recorded_usage_counted_once(
@@ -330,11 +334,20 @@ def test_gemini_records_written_again_are_one_message(
     extra = json.loads(json.dumps(extra).replace("model-0", "model-9"))
     lines += [{"$set": {"messages": masked}}, {"$rewindTo": "done"}, *extra]
     path = write_lines(tmp_path / "session-x.jsonl", lines)
-    code, report, err = scan(capsys, str(path))
+    # Four successful identical calls: refuse mode refuses the fifth, so none of these.
+    code, report, err = scan(capsys, str(path), "--mode", "refuse")
     assert (code, err) == (0, "")
     [run] = report["files"]
     assert (run["requests"], run["tool_calls"]) == (5, 4)
     assert run["findings"] == []
+    # Warn mode notes the request after the third (note_early: one count before the
+    # refusal), and refuses nothing.
+    code, report, err = scan(capsys, str(path))
+    assert (code, err) == (1, "")
+    [run] = report["files"]
+    assert (run["requests"], run["tool_calls"]) == (5, 4)
+    [finding] = run["findings"]
+    assert [(s["noted"], s["first"], s["count"]) for s in finding["spans"]] == [(True, 4, 3)]
     [replayed], _ = read_runs(AgentSession(str(path), "gemini", 0, lambda: path.open("rb")))
     assert "[masked]" not in json.dumps(replayed.body)
 
@@ -594,11 +607,15 @@ def test_any_value_anywhere_in_a_transcript_is_read_or_refused_never_a_crash(
     assert error is None or str(error).startswith(f"{agent}.jsonl: ")
 
 
-def hook_refuses_at(agent: str, turns: list[Turn]) -> int | None:
-    """The turn whose call a ``LoopDetector`` first refuses when told each call as the
-    hook is (``ToolCall(tool_name, json of tool_input)``) and each answer as the text
-    the model saw (less what changes on every call)."""
-    detector = LoopDetector()
+def hook_acts_at(agent: str, turns: list[Turn]) -> tuple[int | None, int | None]:
+    """The turns whose calls the hook (warn mode, its default) first notes and first
+    refuses, told each call as the hook is (``ToolCall(tool_name, json of tool_input)``)
+    and each answer as the text the model saw (less what changes on every call): the
+    note where the detector's early twin (``LoopDetector().earlier()``, its counts one
+    notch lower) first finds a loop, the refusal at the first call after it where the
+    ``LoopDetector`` itself finds one (the note ignored)."""
+    detectors = (LoopDetector().earlier(), LoopDetector())
+    noted: int | None = None
     for number, turn in enumerate(turns, start=1):
         if agent == "claude-code":
             call = ToolCall("Bash", json.dumps({"command": turn.command, "description": "Run it"}))
@@ -617,13 +634,21 @@ def hook_refuses_at(agent: str, turns: list[Turn]) -> int | None:
                 f"<untrusted_context>\nOutput: {turn.answer}\nExit Code: "
                 f"{1 if turn.failed else 0}\n</untrusted_context>"
             )
-        try:
-            record = detector.check([call])
-        except LoopDetected:
-            return number
-        error = turn.failed if agent == "claude-code" else None
-        detector.record_results(record, answers=[answer], error=error)
-    return None
+        found = []
+        for detector in detectors:
+            try:
+                record = detector.check([call])
+                found.append(False)
+            except LoopDetected as loop:
+                record = loop.record
+                found.append(True)
+            error = turn.failed if agent == "claude-code" else None
+            detector.record_results(record, answers=[answer], error=error)
+        if noted is None and any(found):
+            noted = number
+        elif noted is not None and found[1]:
+            return noted, number
+    return noted, None
 
 
 @pytest.mark.parametrize("agent", sorted(WRITERS))
@@ -639,15 +664,25 @@ def hook_refuses_at(agent: str, turns: list[Turn]) -> int | None:
 def test_calls_are_judged_as_the_hook_judges_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str, turns: list[Turn]
 ) -> None:
-    # The scan refuses requests (a proxy's view: the request after the last call it
-    # saw); the hook refuses a call once the model asked for it. So the hook acts on
-    # the call of the turn the scan flags, or of the turn before it: never later.
+    # The scan decides on requests (a proxy's view: the request after the last call it
+    # saw); the hook decides on a call once the model asked for it. So the hook notes
+    # the call of the turn the scan notes, or of the turn before it, never later; and
+    # refuses the call of the turn the scan refuses, or of the turn before it.
     _, report, _ = scan(capsys, str(WRITERS[agent](tmp_path, turns)))
     findings = report["files"][0]["findings"]
-    hook = hook_refuses_at(agent, turns)
+    noted, refused = hook_acts_at(agent, turns)
     assert findings
-    assert hook is not None
-    assert hook <= findings[0]["first"] <= hook + 1
+    assert noted is not None
+    assert refused is not None
+    spans = [span for finding in findings for span in finding["spans"]]
+    assert spans[0]["noted"]
+    assert noted <= findings[0]["first"] == spans[0]["first"] <= noted + 1
+    first_refused = next(span["first"] for span in spans if not span["noted"])
+    assert refused <= first_refused <= refused + 1
+    if agent == "claude-code":  # the model above is the real hook's decisions
+        decided = hook_decides(tmp_path / "state", turns, "warn")
+        assert decided.index("note") + 1 == noted
+        assert decided.index("refuse") + 1 == refused
 
 
 _MISSING = (
@@ -659,6 +694,8 @@ _MISSING = (
 _NOTED = [Turn("python run.py", _MISSING)] * 3
 _READ = Turn("sed -n 1,5p run.py", "import csv\nimport tablib\n", failed=False)
 _NEXT = Turn("pip install tablib", "Successfully installed tablib-3.5.0", failed=False)
+# The same call, the same success: warn notes it one call before refuse mode refuses it.
+_INSTALLS = [Turn("npm install", "up to date, audited 1 package", failed=False)] * 5
 
 
 def hook_decides(root: Path, turns: list[Turn], mode: str) -> list[str]:
@@ -697,8 +734,9 @@ def hook_decides(root: Path, turns: list[Turn], mode: str) -> list[str]:
         [*_NOTED, _READ, Turn("python run.py -v", "report: 12 rows\n" + _MISSING), _NEXT],
         [*_NOTED, _READ, Turn("python run.py -v", "AssertionError: 12 != 11"), _NEXT],
         [*_NOTED, Turn("python run.py --retry", "starting\n" + _MISSING), _NEXT, _NEXT],
+        [*_INSTALLS[:3], _READ, _NEXT],
     ],
-    ids=["failed-again", "failed-otherwise", "failed-again-at-once"],
+    ids=["failed-again", "failed-otherwise", "failed-again-at-once", "noted-early"],
 )
 def test_warn_decides_as_the_hook_decides_after_a_note(tmp_path: Path, turns: list[Turn]) -> None:
     """``scan --mode warn`` and the live hook on one Claude Code session: the same note
@@ -711,6 +749,10 @@ def test_warn_decides_as_the_hook_decides_after_a_note(tmp_path: Path, turns: li
     ((result,), _) = scan_file(read_bytes(str(path), path.read_bytes(), log=True), settings)
     scanned = {step.position: step.action for step in result.steps}
     hook = hook_decides(tmp_path / "state", turns, "warn")
+    if turns[0] is _INSTALLS[0]:  # noted one call before refuse mode refuses the same
+        refusing = hook_decides(tmp_path / "refuse", _INSTALLS, "refuse")
+        assert hook == ["forward", "forward", "note", "forward", "forward"]
+        assert refusing.index("refuse") == 3
     # A note given with turn k's answer is the scan's at k + 1; a refused call is the
     # scan's refusal at its own turn.
     noted = [k + 2 for k, action in enumerate(hook) if action == "note"]

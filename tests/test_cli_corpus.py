@@ -24,16 +24,20 @@ def every_file() -> list[Path]:
     return sorted(path for path in CORPUS.rglob("*") if path.is_file())
 
 
+# warn (the default) acts, noting, on every turn its early detector flags (every count one
+# notch lower: the note comes one count before the refusal); refuse on every turn the
+# detector flags.
+@pytest.mark.parametrize("mode", ["warn", "refuse"])
 @pytest.mark.parametrize("scope", fast_and_full("sample", "folder"))
 def test_scanning_the_corpus_folder_finishes_and_matches_a_live_detector(
-    scope: str, capsys: pytest.CaptureFixture[str]
+    scope: str, mode: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The whole folder (slow), or by default every seventh trajectory named one by one."""
     trajectories = sorted(CORPUS.rglob("*.json"))
     if scope == "sample":
         trajectories = trajectories[::7]
     paths = [str(CORPUS)] if scope == "folder" else [str(path) for path in trajectories]
-    code = main(["scan", *paths, "--format", "json"])
+    code = main(["scan", *paths, "--format", "json", "--mode", mode])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     assert captured.err == ""
@@ -42,7 +46,7 @@ def test_scanning_the_corpus_folder_finishes_and_matches_a_live_detector(
     assert report["errors"] == []
     assert code == (1 if report["summary"]["found"] else 0)
     # Cross-check each file against the detector run by hand on each turn's request.
-    detector = LoopDetector()
+    detector = LoopDetector().earlier() if mode == "warn" else LoopDetector()
     for result in report["files"]:
         data = json.loads(Path(result["name"]).read_text(encoding="utf-8"))
         assert result["kind"] == "trajectory"

@@ -240,6 +240,45 @@ def test_warn_then_refuse_by_default(hook: Hook, agent: str) -> None:
     assert "call refused" in hook.log()
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini", "qwen"])
+def test_warn_notes_one_call_before_refuse_mode_refuses_and_refuses_there(
+    tmp_path: Path, agent: str
+) -> None:
+    """``note_early`` (default): the note comes from the detector's early twin (its
+    counts one notch lower), one call before ``--mode refuse`` refuses the same calls;
+    the call ``--mode refuse`` refuses is then refused, the note ignored."""
+    warn = _run(Hook(tmp_path / "warn"), agent, 8)
+    refuse = _run(Hook(tmp_path / "refuse", "--mode", "refuse"), agent, 8)
+    refused = refuse.index("refused")
+    assert warn[: refused - 1] == ["ran"] * (refused - 1)
+    assert warn[refused - 1] == "noted"
+    assert warn[refused:] == ["refused"] * (8 - refused)
+
+
+def test_with_no_note_early_the_note_comes_where_refuse_mode_refuses(tmp_path: Path) -> None:
+    """``--no-note-early`` (or ``note_early = false`` in the settings file, top level
+    or ``[hook]``): the note where ``--mode refuse`` refuses, the refusal one call later,
+    as before the early note."""
+    refuse = _run(Hook(tmp_path / "refuse", "--mode", "refuse"), "claude-code", 8)
+    refused = refuse.index("refused")
+    late = ["ran"] * refused + ["noted"] + ["refused"] * (7 - refused)
+    assert _run(Hook(tmp_path / "flag"), "claude-code", 8, "--no-note-early") == late
+    for name, text in [
+        ("top", "note_early = false\n"),
+        ("table", "note_early = true\n[hook]\nnote_early = false\n"),
+        ("text", 'note_early = "off"\n'),
+    ]:
+        config = tmp_path / f"{name}.toml"
+        config.write_text(text)
+        seen = _run(Hook(tmp_path / name), "claude-code", 8, "--config", str(config))
+        assert seen == late, name
+    # The flag wins over the file.
+    flagged = _run(
+        Hook(tmp_path / "wins"), "claude-code", 8, "--config", str(config), "--note-early"
+    )
+    assert flagged.index("noted") == refused - 1
+
+
 def test_the_refusal_is_in_each_cli_own_format(tmp_path: Path) -> None:
     refusals = {}
     for agent in LAPS:
@@ -431,6 +470,7 @@ def test_scan_reads_a_settings_file_with_a_hook_table(tmp_path: Path) -> None:
     [
         (["--end-session", "--no-normalize-answers"], {"end_session": True}),
         (["--tool-limits=deploy=1"], {"tool_limits": "deploy=1"}),
+        (["--no-note-early"], {"note_early": False}),
     ],
 )
 def test_flags(argv: list[str], wanted: dict[str, object]) -> None:
@@ -908,12 +948,12 @@ def test_a_hook_whose_clock_read_before_the_note_does_not_forget_it(hook: Hook) 
     """A parallel call's hook reads the clock, then waits for the lock while its sibling
     notes the loop: its earlier time must not make the note look expired, or the loop is
     noted again instead of refused."""
-    assert _run(hook, "claude-code", 4) == ["ran"] * 4
-    assert hook.answer(claude_pre("cat missing.txt", "t4")) == {}  # the loop is noted
+    assert _run(hook, "claude-code", 3) == ["ran"] * 3
+    assert hook.answer(claude_pre("cat missing.txt", "t3")) == {}  # the loop is noted
     hook.now -= 0.5  # the after-hook read its clock before that
-    assert _note(hook.answer(claude_failure("cat missing.txt", "t4", "No such file")))
+    assert _note(hook.answer(claude_failure("cat missing.txt", "t3", "No such file")))
     hook.now += 1.0
-    assert _deny_reason(hook.answer(claude_pre("cat missing.txt", "t5")))
+    assert _deny_reason(hook.answer(claude_pre("cat missing.txt", "t4")))
 
 
 def test_claude_code_serial_calls_of_a_turn_are_one_batch_by_its_end_of_batch(
@@ -1093,3 +1133,49 @@ def test_the_noted_failure_kept_is_small_and_a_damaged_one_is_a_fresh_start(
     del data["failure"]  # a state file of the release before: read as it is
     Path(path).write_text(json.dumps(data))
     assert hook_state.load(path).events == data["events"]
+
+
+def test_a_loop_only_the_early_twin_finds_is_noted_never_refused(hook: Hook) -> None:
+    """Three different calls failing with the same error: the early twin's error streak
+    (two allowed), not the detector's (three allowed). The call after them is noted, and
+    so is the call after the next three, in a session noted already (a note again, not
+    a refusal: ``refuse`` mode refuses none of these calls)."""
+    failing = [("python run.py", _MISSING, True), ("pytest -x tests", _MISSING, True)]
+    failing.append(("make report", _MISSING, True))
+    again = [("python -m report", _MISSING, True), ("tox -e py311", _MISSING, True)]
+    again.append(("./build.sh", _MISSING, True))
+    steps = [*failing, _NEXT, *again, ("ls", "run.py\n", False), ("git status", "clean", False)]
+    seen = _steps(hook, steps)
+    assert seen == ["ran", "ran", "ran", "noted", "ran", "ran", "ran", "noted", "ran"]
+    assert hook.log().count("loop noted (error_streak, 3x): Bash") == 2
+    assert "refused" not in hook.log()
+    for flags in (("--mode", "refuse"), ("--no-note-early",)):
+        other = Hook(hook.root.parent / flags[-1])
+        assert _steps(other, steps, *flags) == ["ran"] * len(steps)
+
+
+def test_failing_again_after_an_early_note_is_not_refused(hook: Hook) -> None:
+    """Noted early (three different calls failing alike: the early twin's error streak),
+    the noted call fails another way; the agent reads a file, then fails that way once
+    more: no count reached the refusal, and an early note's failure is not held against
+    the session (as the integrations' ``Guard`` does not hold it). After a note at the
+    detector's own count, it is: the test above."""
+    failing = [
+        ("python run.py", _MISSING, True),
+        ("pytest -x tests", _MISSING, True),
+        ("make report", _MISSING, True),
+    ]
+    other = "FileNotFoundError: [Errno 2] No such file or directory: 'rows.csv'\n"
+    again = [("python report.py", other, True), _READ, ("python report.py -v", other, True)]
+    steps = [*failing, *again, ("ls", "run.py\n", False)]
+    assert _steps(hook, steps) == ["ran", "ran", "ran", "noted", "ran", "ran", "ran"]
+    assert "refused" not in hook.log()
+
+
+def test_the_answers_a_note_came_with_are_not_noted_again(hook: Hook) -> None:
+    """Noted at the third identical failing call (the detector's own count), the agent
+    reads a file: the early twin's error streak (three errors, the answers the note came
+    with) is not noted again on that call, as ``loopfuse scan`` notes that request once."""
+    seen = _steps(hook, [*_NOTED, _READ, _NEXT])
+    assert seen == ["ran", "ran", "noted", "ran", "ran"]
+    assert hook.log().count("loop noted") == 1

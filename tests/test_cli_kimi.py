@@ -26,6 +26,8 @@ from loopfuse.cli.agents import parse_event
 from loopfuse.cli.hook import handle
 from loopfuse.cli.hook_state import load
 from loopfuse.harness.installers import BEGIN, END
+from test_cli_hook import Hook as ClaudeHook
+from test_cli_hook import _run
 
 RECORDED = Path(__file__).parent / "recorded" / "agent-clis" / "kimi"
 FAILING = "echo attempt >> attempts.log; cat missing.txt"
@@ -349,3 +351,27 @@ def test_a_call_failing_again_the_way_the_refused_loop_did_is_refused(hook: Hook
     assert seen[3:5] == ["ran", "ran"]
     assert "failed again the same way" in seen[5]
     assert "went on after loopfuse's note" in seen[5]
+
+
+def test_kimi_code_refuses_where_refuse_mode_refuses_with_no_early_note(tmp_path: Path) -> None:
+    """warn mode notes a loop one call early (the detector's early twin) where the note
+    reaches the model; Kimi Code throws notes away and refuses its first loop, so there
+    the early twin is not used: an early refusal would be stricter than refuse mode. A
+    read-only call failing again and again (its allowance): Claude Code notes it one
+    call before refuse mode refuses it; Kimi Code refuses it where refuse mode does."""
+
+    def kimi_run(hook: Hook) -> list[str]:
+        seen = []
+        for i in range(8):
+            reason = hook.refusal(kimi_pre("cat missing.txt", i))
+            after = kimi_failure("cat missing.txt", i, reason or ERROR, None if reason else 1)
+            assert hook(after) == ""
+            seen.append("ran" if reason is None else "refused")
+        return seen
+
+    refuse = kimi_run(Hook(tmp_path / "refuse", "--mode", "refuse"))
+    refused = refuse.index("refused")
+    assert refuse == ["ran"] * refused + ["refused"] * (8 - refused)
+    assert kimi_run(Hook(tmp_path / "warn")) == refuse
+    claude = _run(ClaudeHook(tmp_path / "claude"), "claude-code", 8)
+    assert claude == ["ran"] * (refused - 1) + ["noted"] + ["refused"] * (8 - refused)

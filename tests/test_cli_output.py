@@ -364,7 +364,8 @@ def test_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
         (False, cycle["spans"][0]["last"] + 1),
     ]
     assert cycle["spans"][-1]["last"] == cycle["last"]
-    assert [call.split()[0] for call in cycle["calls"]] == ["edit_file", "run_tests"]
+    # The lap the early note saw (note_early: one lap sooner, so it ends on the edit).
+    assert [call.split()[0] for call in cycle["calls"]] == ["run_tests", "edit_file"]
     [storm] = by_name["retry_storm.jsonl"]["findings"]  # a retry storm: one finding
     assert [(span["guard"], span["noted"]) for span in storm["spans"]] == [
         ("dedup", False),

@@ -58,9 +58,10 @@ def test_defaults_meet_the_calibration_targets() -> None:
     assert row.failed >= 30, row.flagged
     assert row.after >= 600, row.flagged
     # Issue 20's targets, in both modes of the integrations' guard; warn's raised by
-    # issue 27 (a note ignored: a loop in any shape, or the noted failure again, after it).
+    # issue 27 (a note ignored: a loop in any shape, or the noted failure again, after it;
+    # the note one count before the refusal).
     verdicts = evaluation.all_verdicts(trajectories, LoopDetector())
-    for mode, failed, after in (("refuse", 36, 879), ("warn", 36, 840)):
+    for mode, failed, after in (("refuse", 36, 879), ("warn", 36, 870)):
         row = evaluation.score(evaluation.stops(verdicts, mode), trajectories, mode)
         assert row.resolved == 0, (mode, row.flagged)
         assert row.failed >= failed, (mode, row.flagged)

@@ -421,6 +421,20 @@ def test_tail_replay_equals_full_replay(steps: list[tuple[Any, ...]], config: in
     assert scan_intent({"messages": messages}, det) == full
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(message_step, max_size=40), st.sampled_from(range(len(CONFIGS))))
+def test_the_early_detector_finds_every_loop_the_detector_finds(
+    steps: list[tuple[Any, ...]], config: int
+) -> None:
+    """What `mode="warn"` counts on to scan once a request: its early detector (every
+    count one notch lower) finding nothing means the detector finds nothing either, so
+    the detector is asked only after the early one found a loop (Guard._verdicts)."""
+    det = CONFIGS[config]
+    messages = intent_of(steps)
+    if not scan_intent({"messages": messages}, det).ok:
+        assert not scan_intent({"messages": messages}, det.earlier()).ok
+
+
 @pytest.mark.parametrize("config", range(len(CONFIGS)))
 def test_tail_replay_equals_full_replay_on_long_loops(config: int) -> None:
     det = CONFIGS[config]

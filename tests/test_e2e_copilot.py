@@ -459,10 +459,11 @@ def test_copilot_a_read_only_failing_command_is_told_and_refused_at_the_document
     home: Home, program_cache: Path
 ) -> None:
     """``cat missing.txt`` failing the same way every time: the read-only allowance
-    (noted at the 5th call, refused at the 6th). Its answers differ only in their shell
+    (noted at the 4th call, one before the 5th that refuse mode refuses, which is refused).
+    Its answers differ only in their shell
     number (``<shellId: N …>``, new on every call), which the hook does not read: were
     it read, no two answers would be the same, and the loop would never be found."""
-    turns, noted = 8, 5
+    turns, noted = 8, 4
     done = guarded(home, program_cache, same_command("cat missing.txt", turns))
     assert (done.first_turn("note"), done.first_turn("refusal")) == (noted, noted + 1)
     answers = tool_answers(done.model.turns[noted].body)

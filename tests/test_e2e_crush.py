@@ -144,15 +144,18 @@ TESTS = {"command": "npm test", "description": "Run the tests"}
 def test_a_looping_model_is_noted_then_refused(tmp_path: Path) -> None:
     crush = CrushRunner(tmp_path)
     outcomes = [crush.call("bash", TESTS, "1 failing") for _ in range(7)]
-    assert all(o.ran and "[loopfuse]" not in o.answer for o in outcomes[:5])
-    noted = outcomes[5]  # the 6th identical state-changing call: past the ceiling
+    assert all(o.ran and "[loopfuse]" not in o.answer for o in outcomes[:4])
+    # The 6th identical state-changing call is past the ceiling (refuse mode refuses it):
+    # warn notes the 5th, one count early, and refuses the 6th.
+    noted = outcomes[4]
     assert noted.ran
     assert "[loopfuse] Loop detected" in noted.answer  # after its own answer
-    refused = outcomes[6]
+    refused = outcomes[5]
     assert not refused.ran
     assert refused.is_error
     assert refused.answer.startswith("Tool call blocked by hook. Reason: [loopfuse]")
     assert "same result" not in refused.answer  # the guard never saw one
+    assert not outcomes[6].ran  # and so is every one after it
 
 
 def test_refuse_mode_refuses_the_sixth_call_and_end_session_halts(tmp_path: Path) -> None:
@@ -166,7 +169,7 @@ def test_refuse_mode_refuses_the_sixth_call_and_end_session_halts(tmp_path: Path
 
 def test_a_poll_repeated_past_the_ceiling_is_untouched(tmp_path: Path) -> None:
     """The default run's twin of the healthy run below: a read-only command asked for
-    7 times (a state-changing one is noted at the 6th) runs every time, no note."""
+    7 times (a state-changing one is noted at the 5th) runs every time, no note."""
     crush = CrushRunner(tmp_path)
     for _ in range(7):
         outcome = crush.call("bash", {"command": "git status --short"})
@@ -210,11 +213,11 @@ def test_a_broken_state_folder_fails_open(tmp_path: Path) -> None:
         status, stdout, _ = crush.hook("bash", TESTS)
         assert status == 0  # Crush: no opinion, the call runs
         assert stdout == ""
-    # The same calls with a state folder that works: the guard answers by the 6th.
+    # The same calls with a state folder that works: the guard answers from the 5th.
     working = CrushRunner(tmp_path / "working")
     answers = [working.hook("bash", TESTS)[1] for _ in range(8)]
-    assert answers[:5] == [""] * 5
-    assert all(answers[5:])
+    assert answers[:4] == [""] * 4
+    assert all(answers[4:])
 
 
 def test_the_runner_reads_answers_as_crush_does() -> None:

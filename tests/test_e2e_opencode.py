@@ -218,8 +218,9 @@ def test_a_failing_tool_has_no_after_event_but_its_failure_is_seen(home: Home) -
     turns = 8
     done = guarded(home, same_command(f"{READ}missing.txt", turns))
     noted, refused = done.first_turn("note"), done.first_turn("refusal")
-    # a read gets the read-only allowance (docs/detector.md): told at the 5th
-    assert (noted, refused) == (5, 6)
+    # a read gets the read-only allowance (docs/detector.md): refused at the 5th, where
+    # --mode refuse refuses it, and told one call before (warn's early note)
+    assert (noted, refused) == (4, 5)
     note = done.answers(noted)[-1]
     assert note.startswith("File not found: ")
     assert "\n\n[loopfuse] " in note

@@ -180,9 +180,10 @@ def test_pi_with_end_session_a_loop_that_goes_on_after_its_refusal_ends_the_run(
 def test_pi_a_read_only_failing_command_is_told_refused_and_ended_at_the_documented_calls(
     home: Home,
 ) -> None:
-    """``cat missing.txt`` every turn (docs/agents.md): the read-only allowance, so noted
-    at the 5th call, refused at the 6th, the run ended at the 7th (``--end-session``)."""
-    noted = 5
+    """``cat missing.txt`` every turn (docs/agents.md): the read-only allowance, so
+    refused at the 5th call (where ``--mode refuse`` refuses it), noted one call before,
+    at the 4th, the run ended at the 6th (``--end-session``)."""
+    noted = 4
     done = guarded_run(home, same_command("cat missing.txt", 10), "--end-session")
     assert done.run.returncode == 1
     assert (done.first_turn("note"), done.first_turn("refusal")) == (noted, noted + 1)

@@ -323,8 +323,8 @@ def test_the_same_long_output_twice_is_the_same_answer_in_a_scan(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A command whose output pi cut names a new file each call; without that name the
-    answers are alike and the repeat is found where any other is (turn 5, as for a
-    success repeated in the other CLIs' sessions)."""
+    answers are alike and the repeat is found where any other is (noted at turn 4 and
+    refused at turn 5, as a success repeated in the other CLIs' sessions)."""
     turns = [
         Turn(
             "npm test",
@@ -336,7 +336,8 @@ def test_the_same_long_output_twice_is_the_same_answer_in_a_scan(
     code, report, _ = scan(capsys, str(pi_file(tmp_path, turns)))
     assert code == 1
     [finding] = report["files"][0]["findings"]
-    assert (finding["kind"], finding["first"]) == ("repeat", 5)
+    assert (finding["kind"], finding["first"]) == ("repeat", 4)
+    assert [(s["noted"], s["first"]) for s in finding["spans"]] == [(True, 4), (False, 5)]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

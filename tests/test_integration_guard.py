@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bash_requests import bash_request as _steps
 from conftest import FakeClock
 from loopfuse import (
     ConfigError,
@@ -493,17 +494,6 @@ def test_warn_refuses_a_run_that_goes_on_looping_in_another_shape_after_its_note
     # Another conversation with the same loop gets its own note first.
     other = guard.check(_laps(["python build.py --other"] * 3, error, run="b"))
     assert other.action == "note"
-
-
-def _steps(steps: list[tuple[str, str]], run: str = "a") -> dict[str, Any]:
-    """An OpenAI Chat request after one ``bash`` call per ``(command, answer)``."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Make the report script work."}]
-    for i, (command, answer) in enumerate(steps):
-        call = {"name": "bash", "arguments": json.dumps({"command": command})}
-        tool_call = {"id": f"call_{run}{i}", "type": "function", "function": call}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{run}{i}", "content": answer})
-    return {"model": "gpt-4o", "messages": messages}
 
 
 _MISSING = (

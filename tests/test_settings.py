@@ -112,7 +112,10 @@ def served(entries: list[dict[str, Any]], config: Path) -> tuple[int, str] | Non
         (detector_loop(), 'mode = "refuse"\nmax_strikes = 1\n', (3, "repeat")),
         (detector_loop(), 'mode = "refuse"\nmax_strikes = 2\nmax_repeats = 3\n', (4, "repeat")),
         (detector_loop(), 'mode = "refuse"\nmax_strikes = 5\n', (5, "error_streak")),
-        (detector_loop(), "[tool.loopfuse]\nmax_strikes = 2\n", (5, "repeat")),  # warn: 4 noted
+        # warn: noted at the 3rd (one count early), refused where refuse refuses
+        (detector_loop(), "[tool.loopfuse]\nmax_strikes = 2\n", (4, "repeat")),
+        # ... or, without the early note, noted at the 4th and refused at the 5th
+        (detector_loop(), "[tool.loopfuse]\nmax_strikes = 2\nnote_early = false\n", (5, "repeat")),
         (retry_storm(), 'mode = "refuse"\n', (6, "repeated_request")),
         (retry_storm(), 'mode = "refuse"\nmax_repeats = 2\n', (3, "repeated_request")),
         (retry_storm(), 'mode = "refuse"\nmax_repeats = 2\nwindow = 1.5\n', None),  # 2 in 1.5 s

@@ -166,6 +166,12 @@ class HookOptions:
     end_session: bool = setting(
         False, Flag(), "end the session when a loop goes on after its refusal (not Codex)"
     )
+    note_early: bool = setting(
+        True,
+        Flag(),
+        "mode warn: note a loop one count before the refusal (default: the file's "
+        "note_early, else on)",
+    )
     state_dir: str | None = setting(
         None, Text(off=True, blank=False), "the folder of the sessions and hook.log"
     )

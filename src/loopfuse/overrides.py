@@ -39,6 +39,7 @@ class GuardOverrides(TypedDict, total=False):
     shared_session: str | None
     fail_closed: bool
     warn_window: Seconds
+    note_early: bool
 
 
 class BreakerOverrides(TypedDict, total=False):

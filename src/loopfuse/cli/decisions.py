@@ -41,6 +41,7 @@ length, so the run is walked once:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ from loopfuse.cli.results import FileResult, Step
 from loopfuse.cli.seen_calls import seeming_calls
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
 from loopfuse.detector import LoopDetector, Replay, Verdict
+from loopfuse.harness.agent_cli import AGENT_CLIS, agent_cli
 
 __all__ = ["FakeClock", "scan_file", "scan_source"]
 
@@ -101,6 +103,11 @@ class _Run:
     """The state of one file's replay: its guard, clock, cache use and findings."""
 
     def __init__(self, source: Transcript | Log | AgentRun, settings: Settings) -> None:
+        if isinstance(source, AgentRun) and not _notes_heard(source.meta.get("agent")):
+            # A CLI that throws notes away (Kimi Code): `loopfuse hook` gives it no early
+            # note, its first loop is refused at the detector's count.
+            late = dataclasses.replace(settings.guard, note_early=False)
+            settings = dataclasses.replace(settings, guard=late)
         self.settings = settings
         self.clock = FakeClock()
         self.guard: Guard = guard_of(settings, self.clock)
@@ -124,11 +131,13 @@ class _Run:
         prepared: PreparedRequest,
         verdict: Verdict | None,
         stored: bool = True,
+        early: Verdict | None = None,
     ) -> GuardDecision:
-        """The guard's decision on one request, the cache used as an integration uses
+        """The guard's decision on one request (given the detector's verdict, and the
+        early detector's when the replay has it), the cache used as an integration uses
         it (a planned request whose key is cached is answered from it; any other
         forwarded one stores its answer when ``stored``), and the bookkeeping."""
-        decision = self.guard.decide(prepared, verdict=verdict)
+        decision = self.guard.decide(prepared, verdict=verdict, early=early)
         where = (request.session, request.identity)
         first = self.first_sent.setdefault(where, request.position)
         self.asked[where] = self.asked.get(where, 0) + 1
@@ -195,6 +204,14 @@ class _Run:
         if result.clean:
             result.steps = []  # timelines are drawn for flagged runs only
         return result
+
+
+def _notes_heard(agent: str | None) -> bool:
+    """Whether a note the hook gives reaches the model of the CLI ``agent`` (``None``,
+    or a name no CLI has: as most CLIs, yes)."""
+    if agent is None or agent not in AGENT_CLIS:
+        return True
+    return agent_cli(agent).notes_reach_model
 
 
 def scan_file(
@@ -369,7 +386,12 @@ def _scan_transcript(
     held = [0]  # characters of items[:i], with the commas between them
     for size in sizes:
         held.append(held[-1] + size + (1 if len(held) > 1 else 0))
-    replay = Replay(run.detector.settings) if run.detector is not None else None
+    # In warn mode the early detector is replayed (its loops are noted): the detector is
+    # asked only at a request the early one found a loop in (it finds every loop the
+    # detector does, one count sooner), as the guard does.
+    early_detector = run.guard.early_detector
+    replayed = early_detector if isinstance(early_detector, LoopDetector) else run.detector
+    replay = Replay(replayed.settings) if replayed is not None else None
     fed = 0
     cuts: list[tuple[int, int, int, intent.Turn | None]]
     cuts = [(turn.start, turn.messages, turn.system, turn) for turn in found.turns]
@@ -381,14 +403,21 @@ def _scan_transcript(
         if cut < history:
             continue  # the replay is fed these messages before the next request
         verdict: Verdict | None = None
-        if replay is not None and run.detector is not None:
+        early: Verdict | None = None
+        if replay is not None and replayed is not None and run.detector is not None:
             while fed < held_messages:
                 replay.add(messages[fed], fed)
                 fed += 1
             if _inside_results(messages, held_messages):
-                verdict = run.detector.scan_intent({"messages": messages[:held_messages]})
+                verdict = replayed.scan_intent({"messages": messages[:held_messages]})
             else:
                 verdict = replay.verdict()
+            if replayed is not run.detector:
+                early = verdict
+                if early.loop is not None:
+                    verdict = run.detector.scan_intent({"messages": messages[:held_messages]})
+        # The loop described is the verdict's; with none there, an early note's, if any.
+        described = early if verdict is not None and verdict.loop is None else verdict
         run.clock.now = (number - 1) * run.settings.turn_seconds
         recorded = usage_tokens(items[turn.start]) if turn is not None else None
         answer = sum(sizes[turn.start : turn.stop]) if turn is not None else 0
@@ -400,12 +429,12 @@ def _scan_transcript(
             identity,
             session,
             tokens,
-            describer(messages, verdict, found.turns, held_messages),
+            describer(messages, described, found.turns, held_messages),
             tool_calls=turn.calls if turn is not None else 0,
             message_index=cut if turn is not None else None,
         )
         # The cache, like the breaker, knows the request by its identity.
-        run.check(request, prepared.named(identity), verdict)
+        run.check(request, prepared.named(identity), verdict, early=early)
         run.result.steps[-1].calls = turn_names(messages, turn)
 
 

@@ -11,9 +11,15 @@ a loop gets depends on the mode, as in the integrations:
 - ``warn`` (default): the first time a loop is found the call runs and the model gets a
   note after it; when the session goes on looping, in any way, within the window of the
   note, the call is refused with the reason; so is the call after calls that failed
-  again the way the noted calls did (:mod:`~loopfuse.cli.hook_notes`). A CLI that throws
-  away what a hook says after a call (Kimi Code: ``notes_reach_model`` false) has the
-  first loop refused at once: that refusal's reason is the note;
+  again the way the noted calls did, after a note at the detector's own count
+  (:mod:`~loopfuse.cli.hook_notes`). With
+  ``note_early`` (default) the note comes one count before ``refuse`` mode would refuse
+  the call, from the detector's early twin (its counts one notch lower,
+  :meth:`~loopfuse.detector.LoopDetector.earlier`), and the refusal where ``refuse``
+  mode refuses, as the integrations' ``Guard`` decides (:func:`_early_loop`). A CLI that
+  throws away what a hook says after a call (Kimi Code: ``notes_reach_model`` false) has
+  the first loop refused at once, at the detector's own counts: that refusal's reason is
+  the note;
 - ``refuse``: refused at once; ``note``: only ever noted;
 - with ``--end-session``, a loop that goes on after its refusal ends the session, where
   the CLI lets a hook do that (Claude Code, Gemini CLI; never Codex, where it is refused).
@@ -79,7 +85,7 @@ if TYPE_CHECKING:
     import argparse
 
     from loopfuse.cli.hook_notes import FailedAgain
-    from loopfuse.detector import LoopDetected
+    from loopfuse.detector import LoopDetected, LoopDetector
     from loopfuse.detector.errors import ErrorReading
 
 __all__ = ["MODES", "HookSettings", "build_parser", "handle", "main"]
@@ -105,8 +111,8 @@ after-hook bounds the state without importing the detector."""
 MAX_ANSWER_TEXT: Final = 64 * 1024
 """An answer longer than this is kept as its head and tail (half each) and its length."""
 
-_HOOK_KEYS: Final = ("mode", "end_session", "state_dir", "lock_timeout")
-_SWITCHES: Final = frozenset({"end_session"})
+_HOOK_KEYS: Final = ("mode", "end_session", "note_early", "state_dir", "lock_timeout")
+_SWITCHES: Final = frozenset({"end_session", "note_early"})
 _VALUED: Final = frozenset({"agent", "mode", "config", "state_dir", "lock_timeout"})
 """The hook's own flags; the detector's (:func:`_detector_option`) are read only when one
 is given, so that a hook given none does not read the detector's settings."""
@@ -123,6 +129,7 @@ class HookSettings(NamedTuple):
     state_dir: str | None = None
     lock_timeout: float = LOCK_TIMEOUT
     detector: Mapping[str, object] = {}  # never changed: a new dict is built
+    note_early: bool = True
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         help="end the session when a loop goes on after its refusal (where the CLI lets a "
         "hook end it)",
+    )
+    parser.add_argument(
+        "--note-early",
+        action=argparse.BooleanOptionalAction,
+        help="warn mode: note a loop one count before the call refuse mode refuses (default: on)",
     )
     parser.add_argument(
         "--config", metavar="FILE", help="TOML settings, as loopfuse scan's (or $LOOPFUSE_CONFIG)"
@@ -215,10 +227,10 @@ def settings_of(
     flags: Mapping[str, str | bool], env: Mapping[str, str], state: str | None = None
 ) -> HookSettings:
     """The settings: defaults, then the TOML file (``--config`` or ``$LOOPFUSE_CONFIG``:
-    the detector keys and ``mode`` ``loopfuse scan`` reads, and a ``[hook]`` table, whose
-    ``mode`` wins), then the flags. The whole file is checked as
-    :func:`loopfuse.load_settings` checks it, once per version of the file (remembered
-    in the state folder ``state``: :mod:`~loopfuse.cli.hook_config`)."""
+    the detector keys, ``mode`` and ``note_early`` ``loopfuse scan`` reads, and a
+    ``[hook]`` table, whose ``mode`` and ``note_early`` win), then the flags. The whole
+    file is checked as :func:`loopfuse.load_settings` checks it, once per version of the
+    file (remembered in the state folder ``state``: :mod:`~loopfuse.cli.hook_config`)."""
     values: dict[str, object] = {}
     hook: dict[str, object] = {}
     config = flags.get("config") or env.get("LOOPFUSE_CONFIG")
@@ -231,8 +243,8 @@ def settings_of(
             if name == "hook" and isinstance(raw, dict):
                 read = hook_options(raw, config)  # each value as every entry point reads it
                 hook.update((k, getattr(read, k)) for k in (str(k).replace("-", "_") for k in raw))
-            elif name == "mode":  # the file's mode, the hook's unless [hook] says another
-                hook.setdefault("mode", raw)
+            elif name in ("mode", "note_early"):  # the hook's unless [hook] says another
+                hook.setdefault(name, raw)
             elif _detector_option(name) is not None:  # other keys are the other guards'
                 values[name] = _parsed(name, raw, config)
     for name, flag in flags.items():
@@ -247,12 +259,19 @@ def settings_of(
     end = hook.get("end_session", False)
     if not isinstance(end, bool):
         raise ConfigError(f"end_session must be true or false, got {end!r}")
+    early = _switch("note_early", hook.get("note_early", True))
     state_dir = hook.get("state_dir")
     if state_dir is not None and not isinstance(state_dir, str):
         raise ConfigError(f"state_dir must be a folder name, got {state_dir!r}")
     timeout = _seconds(hook.get("lock_timeout", LOCK_TIMEOUT))
     return HookSettings(
-        agent if isinstance(agent, str) else None, str(mode), end, state_dir, timeout, values
+        agent if isinstance(agent, str) else None,
+        str(mode),
+        end,
+        state_dir,
+        timeout,
+        values,
+        early,
     )
 
 
@@ -264,6 +283,19 @@ def _parsed(name: str, raw: object, source: str) -> object:
     except ConfigError as exc:
         where = option.flag if source == "flags" else f"{source}: {name}"
         raise ConfigError(f"{where} {exc}") from None
+
+
+def _switch(name: str, raw: object) -> bool:
+    """An on/off setting: a flag's bool, or the file's (a bool, or the text the guards'
+    loader takes: ``on``/``off``, ``yes``/``no``, ``true``/``false``, ``1``/``0``)."""
+    if isinstance(raw, bool):
+        return raw
+    text = raw.strip().lower() if isinstance(raw, str) else None
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
 def _seconds(raw: object) -> float:
@@ -651,7 +683,7 @@ def _before(
     if state.batch is not None and _joins(state, started, event.tool_name, arguments):
         joined, said, _ = _member(event, state, settings, arguments, state.batch)
         return joined, said, "", True  # logged once, for the batch
-    from loopfuse.detector import LoopDetected, LoopDetector, ToolCall
+    from loopfuse.detector import LoopDetector
 
     detector = LoopDetector(detector_settings(settings.detector))
     # A CLI that runs no hook after a call (Crush) never sends an answer: a missing one
@@ -661,21 +693,30 @@ def _before(
     )
     again = _failed_again(state, settings, now, detector.settings.error_reading)
     computed = _digest_answers(state, detector.settings.error_reading)
-    batches = _replay(detector, state, computed, answered)
+    early = _early_twin(detector, event, settings)
+    # The early twin finds every loop the detector finds (one count sooner): it is asked
+    # first, and the detector only when it found one, so that a call costs one replay.
+    first = early if early is not None else detector
+    batches = _replay(first, state, computed, answered)
     predicted = _predicted(batches, event.tool_name, arguments)
+    found = _check(first, predicted, answered)
+    early_found: LoopDetected | None = None
+    if early is not None and found is not None:
+        early_found = found
+        batches = _replay(detector, state, computed, answered)
+        found = _check(detector, _predicted(batches, event.tool_name, arguments), answered)
     action: Action = "allow"
     message = logged = ""
-    try:
-        detector.check([ToolCall(name, args) for name, args in predicted], answered=answered)
-    except LoopDetected as found:
+    if found is not None:
         action, message, logged = _on_loop(found, event, state, settings, now, batches)
         if action == "note" and settings.mode == "warn":
             from loopfuse.cli.hook_notes import note_given
 
             note_given(state, state.next_id, f"{found.kind}:{found.signature}", found.count, now)
-    else:
-        if again is not None:
-            action, message, logged = _on_failed_again(again, event, state, settings, now)
+    elif again is not None:
+        action, message, logged = _on_failed_again(again, event, state, settings, now)
+    elif early_found is not None and not _answers_of_a_note(early_found, state):
+        action, message, logged = _early_loop(early_found, event, state, now)
     marked = state.batch is not None and state.batch.get("marked") is True
     state.batch = {
         "id": state.next_id,
@@ -708,6 +749,66 @@ def _member(
     _new_call(state, event, arguments, note, batch["id"])
     _trim(state, _window(settings))
     return action, message, str(batch["logged"])
+
+
+def _early_twin(
+    detector: LoopDetector, event: HookEvent, settings: HookSettings
+) -> LoopDetector | None:
+    """warn mode with ``note_early``: the detector whose loops are noted one count
+    before ``detector`` finds them (:meth:`~loopfuse.detector.LoopDetector.earlier`, as
+    the integrations' ``Guard.early_detector``), else ``None``. None for a CLI that
+    throws its notes away (Kimi Code): its first loop is refused, and an early refusal
+    would be stricter than ``refuse`` mode; none when every count is at its lowest."""
+    if settings.mode != "warn" or not settings.note_early:
+        return None
+    if not agent_cli(event.agent).notes_reach_model:
+        return None
+    if detector.settings.earlier() is detector.settings:
+        return None  # the note comes with the refusal, as in the Guard
+    return detector.earlier()
+
+
+def _check(detector: LoopDetector, predicted: list[Any], answered: bool) -> LoopDetected | None:
+    """The loop ``detector`` finds in the batch ``predicted`` (after its replay), or
+    ``None``."""
+    from loopfuse.detector import LoopDetected, ToolCall
+
+    try:
+        detector.check([ToolCall(name, args) for name, args in predicted], answered=answered)
+    except LoopDetected as found:
+        return found
+    return None
+
+
+def _early_loop(
+    found: LoopDetected, event: HookEvent, state: SessionState, now: float
+) -> tuple[Action, str, str]:
+    """warn mode's note on a loop only the early twin found (:func:`_early_twin`): one
+    count before the detector would find it, so never a refusal. The session's first
+    note is remembered, as :func:`_on_loop` remembers one (a loop at the detector's
+    counts then ignored it and is refused); a later early loop in a noted session is
+    noted again, as the integrations' ``Guard`` notes it. Its calls' failure is not
+    remembered (no ``note_given``): a call failing again the way an early note's calls
+    failed is not refused, as the ``Guard`` does not (that would stop runs ``refuse``
+    mode lets through: docs/detector.md, "A note ignored")."""
+    key = f"{found.kind}:{found.signature}"
+    if not state.noted:
+        state.noted[key] = now
+    logged = f"loop noted ({found.kind}, {found.count}x): {event.tool_name}"
+    return "note", f"[loopfuse] {found.message}", logged
+
+
+def _answers_of_a_note(found: LoopDetected, state: SessionState) -> bool:
+    """Whether the early loop ``found`` is one an answer-based signal found (on the
+    answers in, whatever the batch about to run: ``basis`` ``"signal"``) in a session
+    whose previous batch was noted. The hook decides before a call runs, so those
+    answers are the ones that note came with, and the batch about to run is the model's
+    answer to it: noting them again would note twice what ``loopfuse scan`` (and the
+    integrations' ``Guard``, deciding once the answers are in) notes once. The next
+    batch's hook reads this one's answers, and notes (or refuses) what they show."""
+    record = found.record
+    noted = state.batch is not None and state.batch.get("action") == "note"
+    return bool(state.noted) and noted and record is not None and record.basis == "signal"
 
 
 def _predicted(batches: list[list[list[object]]], name: str, arguments: object) -> list[Any]:

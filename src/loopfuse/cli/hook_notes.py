@@ -17,7 +17,8 @@ refuses the request that batch would have come from.
 
 Bounded, as the rest of the session's state (:mod:`loopfuse.cli.hook_state`): one
 noted failure per session (warn mode notes a session once per window: any loop within
-it is refused, not noted), kept as the noted batch's id, the loop's key and count, when
+it at the detector's counts is refused, and one only its early twin finds is noted again,
+keeping the first note's failure), kept as the noted batch's id, the loop's key and count, when
 it was noted and a 32-hex-digit name; forgotten with its note, :data:`WARN_WINDOW
 <loopfuse.cli.hook.WARN_WINDOW>` after it, and at the user's next prompt. A damaged one
 makes the file a fresh start, as any damage does.

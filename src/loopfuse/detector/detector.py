@@ -86,6 +86,16 @@ class LoopDetector:
         """A new detector with the same settings and no history."""
         return LoopDetector(self.settings)
 
+    def earlier(self) -> LoopDetector:
+        """A new detector, with no history, whose counts are one notch lower
+        (:meth:`DetectorSettings.earlier <loopfuse.detector.DetectorSettings.earlier>`):
+        where ``mode="warn"`` notes a loop that this detector refuses one count later.
+
+        >>> LoopDetector().earlier().settings.max_strikes
+        2
+        """
+        return LoopDetector(self.settings.earlier())
+
     # --- deprecated (issue 19): every setting is read on `settings` --------------------
 
     @classmethod

@@ -29,11 +29,12 @@ that tells it.
 The tools that got it are part of the name: the note was about *those* calls.
 
 Which harnesses it could misfire on, and why it does not. It only acts after a note,
-in the conversation the note was written into, within the guard's ``warn_window``: a
-note is given where ``mode="refuse"`` refuses, so a run it stops is one ``refuse`` stops
-earlier, on every harness (``warn`` is never stricter than ``refuse``; on the corpus,
-the calibration set, the OpenHands half and the CLI sessions no healthy or resolved run
-has a note at all). Within those runs, its coarsest names are a harness's fixed banner
+in the conversation the note was written into, within the guard's ``warn_window``, and
+only after a note given where ``mode="refuse"`` refuses (an early note's failure,
+``note_early``, is not remembered), so a run it stops is one ``refuse`` stops earlier,
+on every harness (``warn`` is never stricter than ``refuse``; on the corpus, the
+calibration set, the OpenHands half and the CLI sessions no healthy or resolved run has
+such a note). Within those runs, its coarsest names are a harness's fixed banner
 for a whole class of failures: SWE-agent's ``Your proposed edit has introduced new
 syntax error(s)`` (its error code line is not an error line), so any edit it rejects for
 a syntax error after a note about rejected edits is the same failure; a test runner's

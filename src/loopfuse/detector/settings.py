@@ -9,7 +9,7 @@ and each default sits at least one notch inside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
@@ -258,6 +258,24 @@ class DetectorSettings:
                 checks=checks,
             )
 
+    def earlier(self) -> DetectorSettings:
+        """These settings with every signal's count one notch lower: where ``mode="warn"``
+        gives its note, so that the loop is refused where ``mode="refuse"`` refuses it and
+        the note comes one count before (issue 27; docs/detector.md, "Warn").
+
+        A count already at its lowest stays (that signal notes where it refuses);
+        ``error_storm`` needs one error fewer in one call fewer; ``max_waits`` and
+        ``tool_limits`` are bounds the user gave in calls, kept as they are; the signals
+        switched off stay off. Built once per settings.
+
+        >>> early = DetectorSettings().earlier()
+        >>> early.max_strikes, early.max_error_streak, early.error_storm, early.max_waits
+        (2, 2, (9, 11), 120)
+        >>> DetectorSettings(max_strikes=0, max_error_streak=None).earlier().max_strikes
+        0
+        """
+        return _earlier(self)
+
     @property
     def allowance(self) -> int | None:
         """Quiet repeats allowed to a read-only batch (``None``: repeats are off)."""
@@ -282,6 +300,35 @@ class DetectorSettings:
         """Batches remembered: the window, or a cycle going past its limit if longer."""
         period = self.max_cycle_period or 0
         return max(self.window, period * self.cycle_allowance + 1)
+
+
+# The counts lowered for an early note, and the lowest each can go: 0 or 1, as its
+# setting allows (a cycle needs a lap to be one).
+_EARLIER: Final = (
+    ("max_strikes", 0),
+    ("max_observation_steps", 0),
+    ("max_cycle_laps", 1),
+    ("max_error_streak", 1),
+    ("max_near_repeats", 1),
+    ("max_unchanged_checks", 1),
+    ("max_unread_edit_checks", 1),
+    ("max_stagnation_steps", 0),
+)
+
+
+@cache
+def _earlier(settings: DetectorSettings) -> DetectorSettings:
+    lowered: dict[str, object] = {}
+    for name, lowest in _EARLIER:
+        value = getattr(settings, name)
+        if value is not None and value > lowest:
+            lowered[name] = value - 1
+    storm = settings.error_storm
+    if storm is not None and storm[0] > 1:
+        # The storm one call sooner: 10 of the last 12 calls failed now means at least 9
+        # of the 11 before it did.
+        lowered["error_storm"] = (storm[0] - 1, storm[1] - 1)
+    return replace(settings, **lowered) if lowered else settings  # type: ignore[arg-type]
 
 
 @cache

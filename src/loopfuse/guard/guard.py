@@ -17,8 +17,8 @@ One parse (:func:`~loopfuse.guard.request.prepare`) serves every step, in this o
 2. a detector's ``scan_intent`` (by default :class:`loopfuse.detector.LoopDetector`) —
    the conversation ends in a tool-call loop, a cycle, or the same prose again and again;
 3. the **mode**: what a loop found by either makes — a refusal, a note for the model,
-   or (``"warn"``) a note first and a refusal when the loop goes on after it
-   (:class:`~loopfuse.guard.memory.NoteMemory`);
+   or (``"warn"``) a note first, one count before the refusal (``note_early``), and a
+   refusal when the loop goes on after it (:class:`~loopfuse.guard.memory.NoteMemory`);
 4. for a request that goes on, the **cache plan** (:mod:`loopfuse.guard.cache_plan`) —
    whether and under which key an answer may come from the :class:`~loopfuse.DedupCache`
    (the integration does the lookup: only it knows what an answer is).
@@ -244,6 +244,11 @@ class GuardSettings:
     warn_window: float = setting(
         600.0, Seconds(forever=True), "seconds a note is remembered (mode warn)"
     )
+    note_early: bool = setting(
+        True,
+        Flag(),
+        "mode warn: note a loop one count before the refusal (the detector's counts one lower)",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -264,6 +269,7 @@ class GuardOptions(TypedDict, total=False):
     on_event: EventCallback | None
     clock: Callable[[], float] | None
     warn_window: float
+    note_early: bool
 
 
 class Guard:
@@ -282,6 +288,10 @@ class Guard:
       calls failed (:mod:`loopfuse.detector.failures`), within ``warn_window`` of the
       note; ``"refuse"`` it at once; or forward it with a ``"note"`` for the model,
       every time.
+    - ``note_early``: ``mode="warn"`` gives its note one count before the refusal (from
+      :attr:`early_detector`: the detector's counts one notch lower), so the loop is
+      refused where ``"refuse"`` refuses it, after a note; ``False``: the note where
+      ``"refuse"`` refuses, the refusal one request later.
     - ``cache_streams``: cache streamed answers too (``stream: true``).
     - ``cache_sampled``: serve sampled requests (temperature above 0, no seed) from the
       cache too. Off by default: a caller asking for randomness gets a fresh sample.
@@ -368,12 +378,27 @@ class Guard:
         """How many junk inputs got their documented fallback."""
         self._retries = RetryLedger()
         self._notes = NoteMemory(_NOTES_KEPT, self.settings.warn_window)
+        self._early = _early_twin(detector, self.settings)
         self._lock = threading.Lock()
 
     @property
     def mode(self) -> Mode:
         """What a loop gets (``settings.mode``)."""
         return self.settings.mode
+
+    @property
+    def early_detector(self) -> Scanner | None:
+        """``mode="warn"`` with ``note_early``: the detector whose verdict gives the
+        note, the guard's own with every count one notch lower
+        (:meth:`LoopDetector.earlier <loopfuse.detector.LoopDetector.earlier>`); the
+        refusal stays the guard's ``detector``'s. ``None`` in the other modes, with
+        ``note_early=False``, or for a detector that is not a ``LoopDetector`` (its
+        verdict then gives the note, as before).
+
+        >>> Guard().early_detector.settings.max_strikes, Guard(mode="refuse").early_detector
+        (2, None)
+        """
+        return self._early
 
     @property
     def cache_streams(self) -> bool:
@@ -457,7 +482,11 @@ class Guard:
         return replace(prepared, retry=retry, retry_noted=noted) if retry else prepared
 
     def decide(
-        self, prepared: PreparedRequest, *, verdict: ScanVerdict | None = None
+        self,
+        prepared: PreparedRequest,
+        *,
+        verdict: ScanVerdict | None = None,
+        early: ScanVerdict | None = None,
     ) -> GuardDecision:
         """The second step of :meth:`check`: the decision on a request :meth:`prepare`
         made, failing open (or closed).
@@ -465,8 +494,12 @@ class Guard:
         ``verdict`` is the detector's verdict on the request, when the caller already has
         it (``loopfuse scan`` replays a conversation once for all its requests); left
         out, the detector is asked. It is only read when the detector is on and the
-        breaker let the request go, as in ``check``. To have the breaker and the cache
-        know a request by a name of the caller's, decide :meth:`PreparedRequest.named
+        breaker let the request go, as in ``check``. ``early`` is the verdict of
+        :attr:`early_detector` (``mode="warn"``), when the caller has it; a caller that
+        has only ``early`` and found no loop in it may pass it as ``verdict`` too (the
+        early detector finds every loop the detector does, one count sooner). To have
+        the breaker and the cache know a request by a name of the caller's, decide
+        :meth:`PreparedRequest.named
         <loopfuse.guard.request.PreparedRequest.named>`.
 
         >>> from loopfuse import LoopBreaker
@@ -481,14 +514,18 @@ class Guard:
             breaker = self.breaker
             if breaker is not None and prepared.session is not None and not prepared.retry:
                 counted = breaker.check(prepared.session, prepared.fingerprint)
-            return self._finish(prepared, counted, verdict)
+            return self._finish(prepared, counted, verdict, early)
         except ConfigError:
             raise  # a sync check on an async-only store: a programming error, not a failure
         except Exception as exc:  # fail open (or closed): a guard never takes a request down
             return self.failure(exc, prepared.context)
 
     async def adecide(
-        self, prepared: PreparedRequest, *, verdict: ScanVerdict | None = None
+        self,
+        prepared: PreparedRequest,
+        *,
+        verdict: ScanVerdict | None = None,
+        early: ScanVerdict | None = None,
     ) -> GuardDecision:
         """:meth:`decide` for asyncio: the breaker's store is awaited."""
         try:
@@ -496,7 +533,7 @@ class Guard:
             breaker = self.breaker
             if breaker is not None and prepared.session is not None and not prepared.retry:
                 counted = await breaker.acheck(prepared.session, prepared.fingerprint)
-            return self._finish(prepared, counted, verdict)
+            return self._finish(prepared, counted, verdict, early)
         except ConfigError:
             raise  # a misuse of the guard, not a request it failed to check
         except Exception as exc:  # fail open: a guard must never take the request path down
@@ -618,10 +655,15 @@ class Guard:
         return prepared
 
     def _finish(
-        self, prepared: PreparedRequest, counted: LoopDecision | None, verdict: ScanVerdict | None
+        self,
+        prepared: PreparedRequest,
+        counted: LoopDecision | None,
+        verdict: ScanVerdict | None,
+        early: ScanVerdict | None = None,
     ) -> GuardDecision:
         """The decision on ``prepared``, given the breaker's count (``None``: not
-        counted) and, when the caller has it, the detector's verdict."""
+        counted) and, when the caller has them, the detector's verdict and the early
+        detector's."""
         if prepared.retry and self.breaker is not None and prepared.session is not None:
             self._about("retry_forgiven", "breaker", prepared, None, "a retry")
         loop: Loop | None = None
@@ -640,7 +682,9 @@ class Guard:
         if loop is None and prepared.retry_noted is not None:
             return self._note(prepared, prepared.retry_noted)  # a retry is noted like its try
         if loop is None and self.detector is not None:
-            if verdict is None:
+            if self._early is not None:
+                verdict, early = _verdicts(prepared, self._early, self.detector, verdict, early)
+            elif verdict is None:
                 verdict = self.detector.scan_intent(prepared.analysis.parsed_intent)
             loop = _loop_of(verdict)
         mode = self.settings.mode
@@ -649,6 +693,8 @@ class Guard:
                 again = self._failed_again(prepared, verdict)
                 if again is not None:
                     return self._refuse(prepared, again)
+            if early is not None:
+                return self._note_early(prepared, early)
             return self._forward(prepared)
         if not loop.message:  # a detector of the caller's that gave no message
             loop = replace(loop, message=f"loopfuse: loop detected ({loop.kind})")
@@ -659,6 +705,24 @@ class Guard:
             if self._notes.ignored(prepared, loop, self.clock(), failure):
                 ignored = replace(loop, message=f"{loop.message} {_IGNORED_NOTE}")
                 return self._refuse(prepared, ignored)
+        return self._note(prepared, loop)
+
+    def _note_early(self, prepared: PreparedRequest, early: ScanVerdict) -> GuardDecision:
+        """``mode="warn"``: the note on a loop found one count before the detector
+        refuses it. Its conversation is remembered as noted (the first note only), so
+        the loop still going on at the detector's counts ignored it and is refused where
+        ``mode="refuse"`` refuses it.
+
+        Its failure is not remembered: a call failing again the way an *early* note's
+        calls failed is not refused. That would stop runs ``refuse`` lets through, one
+        notch inside every threshold's measured margin (on the populations: a resolved
+        OpenHands run, and a resolved mini-swe-agent run only its harness's format
+        reminder kept from it); a note given at the detector's counts still arms it."""
+        loop = _loop_of(early)
+        assert loop is not None
+        # `ignored` remembers the conversation unless it was noted already; either way
+        # an early loop is noted, never refused: the refusal is the detector's.
+        self._notes.ignored(prepared, loop, self.clock())
         return self._note(prepared, loop)
 
     def _failed_again(self, prepared: PreparedRequest, verdict: ScanVerdict) -> Loop | None:
@@ -825,6 +889,47 @@ def _checked(context: RequestContext | None) -> RequestContext:
             f"context must be a RequestContext or None, not {type(context).__name__}"
         )
     return context
+
+
+def _verdicts(
+    prepared: PreparedRequest,
+    twin: Scanner,
+    detector: Scanner,
+    verdict: ScanVerdict | None,
+    early: ScanVerdict | None,
+) -> tuple[ScanVerdict, ScanVerdict | None]:
+    """``mode="warn"`` with an early detector (``twin``): the detector's verdict, and the
+    early detector's when it found a loop the detector did not (else ``None``).
+
+    The early detector is asked first: its counts are lower, so a request it finds no
+    loop in has none at the detector's counts either (``tests/test_detector_scan.py``
+    checks it on generated runs; on the 61,666 requests of the real populations it held
+    for every one), and the detector is asked only when the early one found one. A
+    request costs one scan, as in the other modes."""
+    intent_ = prepared.analysis.parsed_intent
+    if verdict is not None and _loop_of(verdict) is not None:
+        return verdict, None  # a loop at the detector's counts: noted or refused as one
+    if early is None:
+        early = twin.scan_intent(intent_)
+    if _loop_of(early) is None:
+        return (early if verdict is None else verdict), None
+    if verdict is None:
+        verdict = detector.scan_intent(intent_)
+    return verdict, (early if _loop_of(verdict) is None else None)
+
+
+def _early_twin(detector: Scanner | None, settings: GuardSettings) -> Scanner | None:
+    """The detector whose verdict gives ``mode="warn"``'s early note (see
+    :attr:`Guard.early_detector`), or ``None``."""
+    if detector is None or settings.mode != "warn" or not settings.note_early:
+        return None
+    from loopfuse.detector import LoopDetector
+
+    if type(detector) is not LoopDetector:  # a subclass may scan in its own way
+        return None
+    if detector.settings.earlier() is detector.settings:
+        return None  # every count is at its lowest: the note comes with the refusal
+    return detector.earlier()
 
 
 def _default_detector() -> Scanner | None:

@@ -65,7 +65,7 @@ from loopfuse.cli.readers import InputError, Log, NotUnderstood, Source, Transcr
 from loopfuse.cli.results import FileResult, Step
 from loopfuse.cli.seen_calls import seeming_calls
 from loopfuse.cli.tokens import estimate_tokens, usage_tokens
-from loopfuse.detector import LoopDetector, Replay, Verdict
+from loopfuse.detector import DetectorSettings, LoopDetector, Replay, Verdict
 from loopfuse.harness.agent_cli import AGENT_CLIS, agent_cli
 
 __all__ = ["FakeClock", "scan_file", "scan_source"]
@@ -388,10 +388,14 @@ def _scan_transcript(
         held.append(held[-1] + size + (1 if len(held) > 1 else 0))
     # In warn mode the early detector is replayed (its loops are noted): the detector is
     # asked only at a request the early one found a loop in (it finds every loop the
-    # detector does, one count sooner), as the guard does.
+    # detector does, one count sooner), as the guard does; its own replay is fed up to
+    # there then, so each message is walked at most once by each.
     early_detector = run.guard.early_detector
     replayed = early_detector if isinstance(early_detector, LoopDetector) else run.detector
     replay = Replay(replayed.settings) if replayed is not None else None
+    behind = None
+    if run.detector is not None and replayed is not run.detector:
+        behind = _Behind(run.detector.settings, messages)
     fed = 0
     cuts: list[tuple[int, int, int, intent.Turn | None]]
     cuts = [(turn.start, turn.messages, turn.system, turn) for turn in found.turns]
@@ -412,10 +416,10 @@ def _scan_transcript(
                 verdict = replayed.scan_intent({"messages": messages[:held_messages]})
             else:
                 verdict = replay.verdict()
-            if replayed is not run.detector:
+            if behind is not None:
                 early = verdict
                 if early.loop is not None:
-                    verdict = run.detector.scan_intent({"messages": messages[:held_messages]})
+                    verdict = behind.verdict(held_messages)
         # The loop described is the verdict's; with none there, an early note's, if any.
         described = early if verdict is not None and verdict.loop is None else verdict
         run.clock.now = (number - 1) * run.settings.turn_seconds
@@ -436,6 +440,27 @@ def _scan_transcript(
         # The cache, like the breaker, knows the request by its identity.
         run.check(request, prepared.named(identity), verdict, early=early)
         run.result.steps[-1].calls = turn_names(messages, turn)
+
+
+class _Behind:
+    """The detector's replay of a conversation whose early detector is replayed in front
+    (warn's ``note_early``): fed only when its verdict is asked, up to that request."""
+
+    def __init__(self, settings: DetectorSettings, messages: list[Any]) -> None:
+        self.replay = Replay(settings)
+        self.detector = LoopDetector(settings)
+        self.messages = messages
+        self.fed = 0
+
+    def verdict(self, held: int) -> Verdict:
+        """The detector's verdict on the request that holds the first ``held`` messages."""
+        messages = self.messages
+        while self.fed < held:
+            self.replay.add(messages[self.fed], self.fed)
+            self.fed += 1
+        if _inside_results(messages, held):
+            return self.detector.scan_intent({"messages": messages[:held]})
+        return self.replay.verdict()
 
 
 def _inside_results(messages: list[Any], cut: int) -> bool:

@@ -717,7 +717,13 @@ class Guard:
         calls failed is not refused. That would stop runs ``refuse`` lets through, one
         notch inside every threshold's measured margin (on the populations: a resolved
         OpenHands run, and a resolved mini-swe-agent run only its harness's format
-        reminder kept from it); a note given at the detector's counts still arms it."""
+        reminder kept from it); a note given at the detector's counts still arms it.
+
+        Which harnesses it could misfire on: any, but only as a note, never a refusal a
+        run ``refuse`` lets through would not get: a healthy run one count short of a
+        refusal is told it loops (on the populations, 3 healthy Claude Code sessions, a
+        resolved mini-swe-agent run and a resolved OpenHands run that used its budget;
+        none stopped). ``note_early=False`` turns it off."""
         loop = _loop_of(early)
         assert loop is not None
         # `ignored` remembers the conversation unless it was noted already; either way

@@ -3,10 +3,15 @@ it where ``refuse`` does (``note_early``, issue 27): the note is a warning, not 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from bash_requests import bash_request as _steps
 from loopfuse import Guard, GuardEvent, LoopDetector
+from loopfuse.cli.main import main
 from loopfuse.detector import DetectorSettings
 
 Steps = list[tuple[str, str]]
@@ -135,3 +140,31 @@ def test_counts_at_their_lowest_stay_and_bounds_the_user_gave_are_kept() -> None
         None,
     )
     assert capped.earlier() is early  # built once per settings
+
+
+def test_a_proxy_logs_early_note_names_the_looping_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`loopfuse scan` of a proxy log: the early note's finding names the calls that loop,
+    as `refuse`'s finding does (not the request's last words)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Build it."}]
+    entries = []
+    for i in range(6):
+        body = {"model": "m", "messages": list(messages)}
+        entries.append({"session": "s1", "path": "/v1/chat/completions", "body": body})
+        call = {"name": "bash", "arguments": '{"command": "python build.py"}'}
+        tool_call = {"id": f"c{i}", "type": "function", "function": call}
+        messages.append({"role": "assistant", "content": "Building.", "tool_calls": [tool_call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "built 3 files"})
+    log = tmp_path / "proxy.jsonl"
+    log.write_text("".join(json.dumps(entry) + "\n" for entry in entries), encoding="utf-8")
+    found = {}
+    for mode in ("warn", "refuse"):
+        main(["scan", str(log), "--mode", mode, "--format", "json", "--no-progress"])
+        [result] = json.loads(capsys.readouterr().out)["files"]
+        [finding] = [f for f in result["findings"] if f["guard"] == "detector"]
+        found[mode] = finding
+    assert found["warn"]["spans"][0]["noted"] is True
+    assert found["warn"]["first"] == found["refuse"]["first"] - 1
+    assert found["warn"]["calls"] == found["refuse"]["calls"]
+    assert found["warn"]["calls"][0].startswith("bash ")

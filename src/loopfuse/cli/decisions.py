@@ -113,6 +113,8 @@ class _Run:
         self.guard: Guard = guard_of(settings, self.clock)
         detector = self.guard.detector
         self.detector = detector if isinstance(detector, LoopDetector) else None
+        early = self.guard.early_detector  # warn's note_early: the one its notes come from
+        self.early = early if isinstance(early, LoopDetector) else None
         unit = "line" if isinstance(source, Log) else "turn"
         self.result = FileResult(source.name, source.kind, "none", dict(source.meta))
         self.grouper = Grouper(self.result, unit)
@@ -121,9 +123,16 @@ class _Run:
         self.sessions: set[str] = set()
         self.problems: list[str] = []
 
-    def verdict(self, parsed: dict[str, Any]) -> Verdict | None:
-        """The detector's verdict on a request's intent (what the guard would compute)."""
-        return None if self.detector is None else self.detector.scan_intent(parsed)
+    def verdicts(self, parsed: dict[str, Any]) -> tuple[Verdict | None, Verdict | None]:
+        """The detector's verdict on a request's intent and, in warn mode, the early
+        detector's, as the guard computes them: the early one first, the detector only
+        when it found a loop (it finds every loop the detector does)."""
+        if self.detector is None:
+            return None, None
+        if self.early is None:
+            return self.detector.scan_intent(parsed), None
+        early = self.early.scan_intent(parsed)
+        return (early if early.loop is None else self.detector.scan_intent(parsed)), early
 
     def check(
         self,
@@ -307,16 +316,16 @@ def _scan_log(run: _Run, log: Log, progress: Progress | None) -> None:
             continue
         dialects.add(prepared.dialect)
         parsed = prepared.analysis.parsed_intent
-        verdict = run.verdict(parsed)
+        verdict, early = run.verdicts(parsed)
         request = _Request(
             entry.line,
             prepared.fingerprint,
             prepared.session or "default",
             tokens,
-            describer(parsed["messages"], verdict),
+            describer(parsed["messages"], _described(verdict, early)),
         )
         stored = entry.status is None or entry.status == 200
-        decision = run.check(request, prepared, verdict, stored=stored)
+        decision = run.check(request, prepared, verdict, stored=stored, early=early)
         result.steps[-1].calls = last_calls(parsed["messages"])
         went_upstream = result.steps[-1].action in ("forward", "note")
         if went_upstream and entry.status is not None:  # a failure there makes a retry
@@ -390,8 +399,7 @@ def _scan_transcript(
     # asked only at a request the early one found a loop in (it finds every loop the
     # detector does, one count sooner), as the guard does; its own replay is fed up to
     # there then, so each message is walked at most once by each.
-    early_detector = run.guard.early_detector
-    replayed = early_detector if isinstance(early_detector, LoopDetector) else run.detector
+    replayed = run.early or run.detector
     replay = Replay(replayed.settings) if replayed is not None else None
     behind = None
     if run.detector is not None and replayed is not run.detector:
@@ -420,8 +428,6 @@ def _scan_transcript(
                 early = verdict
                 if early.loop is not None:
                     verdict = behind.verdict(held_messages)
-        # The loop described is the verdict's; with none there, an early note's, if any.
-        described = early if verdict is not None and verdict.loop is None else verdict
         run.clock.now = (number - 1) * run.settings.turn_seconds
         recorded = usage_tokens(items[turn.start]) if turn is not None else None
         answer = sum(sizes[turn.start : turn.stop]) if turn is not None else 0
@@ -433,7 +439,7 @@ def _scan_transcript(
             identity,
             session,
             tokens,
-            describer(messages, described, found.turns, held_messages),
+            describer(messages, _described(verdict, early), found.turns, held_messages),
             tool_calls=turn.calls if turn is not None else 0,
             message_index=cut if turn is not None else None,
         )
@@ -463,6 +469,12 @@ class _Behind:
         return self.replay.verdict()
 
 
+def _described(verdict: Verdict | None, early: Verdict | None) -> Verdict | None:
+    """The verdict whose loop a request's finding describes: the detector's; with none
+    there, an early note's, if any."""
+    return early if verdict is not None and verdict.loop is None else verdict
+
+
 def _inside_results(messages: list[Any], cut: int) -> bool:
     """Whether a cut falls inside a run of tool results (a Responses turn of reasoning
     alone between two outputs): a replay asked there would close the batch before its
@@ -485,7 +497,8 @@ def _scan_one(run: _Run, name: str, body: dict[str, Any], prepared: PreparedRequ
         return
     run.result.dialect = prepared.dialect
     parsed = prepared.analysis.parsed_intent
-    verdict = run.verdict(parsed)
+    verdict, early = run.verdicts(parsed)
     session = prepared.session or "default"
-    describe = describer(parsed["messages"], verdict)
-    run.check(_Request(1, prepared.fingerprint, session, tokens, describe), prepared, verdict)
+    describe = describer(parsed["messages"], _described(verdict, early))
+    request = _Request(1, prepared.fingerprint, session, tokens, describe)
+    run.check(request, prepared, verdict, early=early)

@@ -19,9 +19,10 @@ do; ``--turns keep`` (Crush: it reports none) does not, so a "try again" continu
 the run before it.
 
 A session is *stopped* in ``refuse`` at the first refusal; in ``warn`` at the first
-refusal after a note (the note is the first loop found; the hook refuses the next loop
-of the same session within its window, which the populations' lack of timestamps lets
-this replay read as: any later loop). Reported per population and per source: healthy
+refusal after a note (the note is the first loop found, by the detector or by its early
+twin, every count one notch lower: ``note_early``; the hook refuses the detector's next
+loop of the same session within its window, which the populations' lack of timestamps
+lets this replay read as: any later one). Reported per population and per source: healthy
 sessions (a healthy CLI session, a resolved run that ended on its own) stopped, looping
 ones (a judged loop, a failed run) stopped, and the populations' files not read.
 
@@ -101,17 +102,22 @@ def replay(
     answered: bool = False,
 ) -> None:
     """Walk ``runs`` (messages, and how many leading ones are copied history) through one
-    :class:`RunCore` each, checking every assistant turn's calls and recording nothing."""
+    :class:`RunCore` each, checking every assistant turn's calls and recording nothing;
+    beside it, one of the early detector's settings, whose loops ``warn`` notes
+    (``note_early``): the note is the first loop either finds, the ``warn`` stop the
+    detector's next one."""
     settings = DetectorSettings()
     reader = settings.reader
     for messages, history in runs:
         core = RunCore(settings)
+        early_core = RunCore(settings.earlier())
         for index, message in enumerate(messages):
             if not isinstance(message, dict):
                 continue
             role = message.get("role")
             if role in ("user", "system") and break_turns:
                 core.break_run()
+                early_core.break_run()
                 continue
             calls = message.get("tool_calls") if role == "assistant" else None
             if not isinstance(calls, list) or not calls:
@@ -125,26 +131,33 @@ def replay(
                 batch = Batch([{"name": full.names[k], "arguments": full.args[k]} for k in keep])
             observation, costly, wait = reader.kinds(batch.names, tuple(batch.args))
             judge = index >= history
-            _, error = core.admit(
-                batch.signature,
-                batch.names,
-                tuple(batch.args),
-                observation,
-                costly,
-                judge=judge,
-                wait=wait,
-                answered=answered,
-            )
-            if judge:
-                judged.calls += len(calls)
-            if judge and isinstance(error, LoopDetected):
-                act = (judged.calls, error.kind)
-                if judged.note is None:
-                    judged.note = act
-                elif judged.stop_warn is None:
-                    judged.stop_warn = act
-                if judged.stop_refuse is None:
-                    judged.stop_refuse = act
+            found = [
+                one.admit(
+                    batch.signature,
+                    batch.names,
+                    tuple(batch.args),
+                    observation,
+                    costly,
+                    judge=judge,
+                    wait=wait,
+                    answered=answered,
+                )[1]
+                for one in (core, early_core)
+            ]
+            if not judge:
+                continue
+            judged.calls += len(calls)
+            error, early = (e if isinstance(e, LoopDetected) else None for e in found)
+            loop = error or early
+            if loop is None:
+                continue
+            act = (judged.calls, loop.kind)
+            if judged.note is None:
+                judged.note = act
+            elif error is not None and judged.stop_warn is None:
+                judged.stop_warn = act
+            if error is not None and judged.stop_refuse is None:
+                judged.stop_refuse = act
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,11 +16,15 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
+
+from agent_model import FakeModel, strings
+from loopfuse.cli.hook_state import SessionState, load
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIS_DIR = ROOT / ".ci" / "agent-clis"
@@ -196,6 +200,42 @@ class Run:
     stderr: str
 
 
+@dataclass
+class HookedRun:
+    """A CLI run with loopfuse's hook (or plugin) installed, and what the hook left: its
+    state folder, its log, the one session it kept; the commands that really ran."""
+
+    home: Home
+    run: Run
+    model: FakeModel
+
+    hook_agent: ClassVar[str]
+    """The hook's name for the CLI: its sessions are ``sessions/<hook_agent>-*.json``."""
+
+    @property
+    def state_dir(self) -> Path:
+        return self.home.state / "loopfuse"
+
+    def texts(self, turn: int) -> list[str]:
+        """What the model read in the request of ``turn``."""
+        return list(strings(self.model.turns[turn].body))
+
+    def attempts(self) -> int:
+        """How many times the failing command really ran."""
+        log = self.home.workspace / "attempts.log"
+        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
+
+    def log_lines(self) -> list[str]:
+        log = self.state_dir / "hook.log"
+        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+    def session(self) -> SessionState:
+        """The one session's state the hook kept."""
+        files = sorted((self.state_dir / "sessions").glob(f"{self.hook_agent}-*.json"))
+        assert len(files) == 1, files
+        return load(str(files[0]))
+
+
 def run_agent(
     agent: str, home: Home, model_url: str, prompt: str = "Fix the build.", *extra: str
 ) -> Run:
@@ -225,12 +265,18 @@ def run_agent(
         ]
     else:
         argv = [str(cli), "-p", prompt, "--output-format", "json", "--yolo"]
-    # Its own process group, so a stuck run is ended with every process it started (the
-    # npm launchers start the native binaries as children).
+    return run_process(agent, [*argv, *extra], home.workspace, home.environment(model_url, agent))
+
+
+def run_process(name: str, argv: list[str], cwd: Path, env: Mapping[str, str]) -> Run:
+    """Run one CLI's ``argv`` headless (no stdin) in ``cwd`` with ``env``, to its end; a
+    run over :data:`RUN_TIMEOUT` fails the test. Its own process group, so a stuck run is
+    ended with every process it started (the npm launchers start the native binaries as
+    children)."""
     process = subprocess.Popen(
-        [*argv, *extra],
-        cwd=home.workspace,
-        env=home.environment(model_url, agent),
+        argv,
+        cwd=cwd,
+        env=dict(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -242,7 +288,7 @@ def run_agent(
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
-        pytest.fail(f"{agent} ran over {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
+        pytest.fail(f"{name} ran over {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
     return Run(process.returncode, stdout, stderr)
 
 

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_clis import BIN, CLIS_DIR, INSTALL, REQUIRED, RUN_TIMEOUT, Home, Run
+from agent_clis import BIN, CLIS_DIR, INSTALL, REQUIRED, Home, Run, run_process
 from agent_model import FakeModel, Reply
 
 NODE22 = CLIS_DIR / "node_modules" / "node" / "bin"
@@ -83,23 +81,8 @@ def environment(home: Home) -> dict[str, str]:
 def run_kimi(home: Home, prompt: str = "Fix the build.") -> Run:
     """Run ``kimi -p`` on ``prompt`` in the workspace (settings already written)."""
     assert installed(), "LOOPFUSE_REQUIRE_AGENT_CLIS=1 but Kimi Code (or node 22) is missing"
-    process = subprocess.Popen(
-        [str(KIMI), "-p", prompt, "--output-format", "stream-json"],
-        cwd=home.workspace,
-        env=environment(home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a stuck run is ended with every process it started
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        pytest.fail(f"kimi ran over {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
-    return Run(process.returncode, stdout, stderr)
+    argv = [str(KIMI), "-p", prompt, "--output-format", "stream-json"]
+    return run_process("kimi", argv, home.workspace, environment(home))
 
 
 class KimiModel(FakeModel):

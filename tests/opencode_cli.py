@@ -14,9 +14,6 @@ fetched if that changed).
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agent_clis import BIN, CLIS_DIR, INSTALL, REQUIRED, RUN_TIMEOUT, Home
+from agent_clis import BIN, CLIS_DIR, INSTALL, REQUIRED, Home, run_process
 from agent_model import FakeModel, Reply
 
 OPENCODE = BIN / "opencode"
@@ -165,20 +162,8 @@ def run_opencode(
     ``extra`` in its environment)."""
     write_config(home, model.url)
     started = time.monotonic()
-    process = subprocess.Popen(
-        [str(OPENCODE), "run", "--format", "json", prompt],
-        cwd=home.workspace,
-        env=environment(home, model.url) | dict(extra or {}),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own group: a stuck run is ended whole
+    argv = [str(OPENCODE), "run", "--format", "json", prompt]
+    ran = run_process(
+        "opencode", argv, home.workspace, environment(home, model.url) | dict(extra or {})
     )
-    try:
-        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        pytest.fail(f"opencode ran over {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
-    return Run(process.returncode, stdout, stderr, time.monotonic() - started)
+    return Run(ran.returncode, ran.stdout, ran.stderr, time.monotonic() - started)

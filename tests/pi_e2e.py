@@ -10,15 +10,10 @@ tmp_path, ``PI_OFFLINE=1`` and ``PI_SKIP_VERSION_CHECK=1``: nothing leaves the m
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from agent_clis import RUN_TIMEOUT, Home, Run, executable
+from agent_clis import Home, Run, executable, run_process
 from agent_model import FakeModel, Reply
 
 PI_SHELL = ("bash", "command")
@@ -97,20 +92,4 @@ def run_pi(home: Home, model: FakeModel, prompt: str = "Fix the build.", *extra:
     assert cli is not None, "LOOPFUSE_REQUIRE_AGENT_CLIS=1 but pi is missing"
     pi_settings(home, model.url)
     argv = [str(cli), "-p", "--provider", "fake", "--model", "fake-model", *extra, prompt]
-    process = subprocess.Popen(
-        argv,
-        cwd=home.workspace,
-        env=pi_environment(home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a stuck run is ended with every process it started
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        pytest.fail(f"pi ran over {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
-    return Run(process.returncode, stdout, stderr)
+    return run_process("pi", argv, home.workspace, pi_environment(home))

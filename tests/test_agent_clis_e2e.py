@@ -24,7 +24,7 @@ from agent_clis import (
     AGENTS,
     HOOK_EVENTS,
     Home,
-    Run,
+    HookedRun,
     base_settings,
     needs,
     run_agent,
@@ -42,7 +42,7 @@ from agent_model import (
     start_then_poll,
     strings,
 )
-from loopfuse.cli.hook_state import SessionState, load
+from loopfuse.cli.hook_state import SessionState
 
 # Codex runs a hook only once the user trusted it (`loopfuse init` does that in its config);
 # a hook written by hand is trusted for one run with this flag.
@@ -155,21 +155,14 @@ def loopfuse_init(home: Home, agent: str, *flags: str) -> str:
 
 
 @dataclass
-class GuardedRun:
+class GuardedRun(HookedRun):
     """A CLI run with ``loopfuse hook`` installed, and what it left."""
 
     agent: str
-    home: Home
-    run: Run
-    model: FakeModel
 
-    @property
-    def state_dir(self) -> Path:
-        return self.home.state / "loopfuse"
-
-    def texts(self, turn: int) -> list[str]:
-        """What the model read in the request of ``turn``."""
-        return list(strings(self.model.turns[turn].body))
+    @property  # type: ignore[override]
+    def hook_agent(self) -> str:
+        return HOOK_AGENT[self.agent]
 
     def refused(self, text: str) -> bool:
         if self.agent == "qwen":  # the refusal is the answer; a note follows one
@@ -187,21 +180,6 @@ class GuardedRun:
                 if (refusal if wanted == "refusal" else note) and request.turn is not None:
                     return request.turn
         return None
-
-    def attempts(self) -> int:
-        """How many times the failing command really ran."""
-        log = self.home.workspace / "attempts.log"
-        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
-
-    def log_lines(self) -> list[str]:
-        log = self.state_dir / "hook.log"
-        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-
-    def session(self) -> SessionState:
-        """The one session's state the hook kept."""
-        files = sorted((self.state_dir / "sessions").glob(f"{HOOK_AGENT[self.agent]}-*.json"))
-        assert len(files) == 1, files
-        return load(str(files[0]))
 
 
 def guarded(
@@ -225,7 +203,7 @@ def guarded_run(
     assert (TRUST_CODEX_HOOKS in said) == (agent == "codex")
     with FakeModel(script) as model:
         run = run_agent(agent, home, model.url, "Fix the build.", *trust)
-    return GuardedRun(agent, home, run, model)
+    return GuardedRun(home, run, model, agent)
 
 
 def calls_and_answers(state: SessionState) -> tuple[list[Any], list[Any]]:
@@ -526,7 +504,7 @@ def test_claude_code_reading_the_output_of_a_command_still_running_is_untouched(
     with ClaudeToolModel(lambda turn: Reply(), calls=calls) as model:
         run = run_agent("claude", home, model.url, "Build it.")
     assert run.returncode == 0, run.stderr[-3000:]
-    done = GuardedRun("claude", home, run, model)
+    done = GuardedRun(home, run, model, "claude")
     read = [t for turn in range(2, polls + 2) for t in done.texts(turn) if "building" in t]
     assert len(read) >= polls
     assert not any("[exited with code" in t for t in read[:polls])

@@ -17,10 +17,8 @@ Without the package these tests skip, saying how to install it; in CI
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from agent_clis import RUN_TIMEOUT, Home, Run, executable, needs
+from agent_clis import Home, HookedRun, Run, executable, needs, run_process
 from agent_model import (
     FakeModel,
     Reply,
@@ -40,7 +38,7 @@ from agent_model import (
     same_command,
     strings,
 )
-from loopfuse.cli.hook_state import SessionState, load
+from loopfuse.cli.hook_state import SessionState
 
 pytestmark = needs("copilot")
 
@@ -158,24 +156,8 @@ def run_copilot(
         "json",
         "--disable-client-telemetry",
     ]
-    # Its own process group: a stuck run is ended with the program its launcher started.
-    process = subprocess.Popen(
-        argv,
-        cwd=home.workspace,
-        env=environment(home, model_url, cache, trusted),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        pytest.fail(f"copilot ran over {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
-    return Run(process.returncode, stdout, stderr)
+    env = environment(home, model_url, cache, trusted)
+    return run_process("copilot", argv, home.workspace, env)
 
 
 # --- what the hook relies on ---------------------------------------------------------------
@@ -292,21 +274,11 @@ def loopfuse_init(home: Home, *flags: str) -> str:
 
 
 @dataclass
-class GuardedRun:
+class GuardedRun(HookedRun):
     """A Copilot CLI run with ``loopfuse hook`` installed, and what it left."""
 
-    home: Home
-    run: Run
-    model: FakeModel
+    hook_agent = "copilot"
     said: str  # what loopfuse init said
-
-    @property
-    def state_dir(self) -> Path:
-        return self.home.state / "loopfuse"
-
-    def texts(self, turn: int) -> list[str]:
-        """What the model read in the request of ``turn``."""
-        return list(strings(self.model.turns[turn].body))
 
     def first_turn(self, wanted: str) -> int | None:
         """The first turn whose request carries a note (``"note"``) or a refusal
@@ -322,21 +294,6 @@ class GuardedRun:
 
     def refusals(self, turn: int) -> int:
         return sum(REFUSED in text for text in self.texts(turn))
-
-    def attempts(self) -> int:
-        """How many times the failing command really ran."""
-        log = self.home.workspace / "attempts.log"
-        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
-
-    def log_lines(self) -> list[str]:
-        log = self.state_dir / "hook.log"
-        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-
-    def session(self) -> SessionState:
-        """The one session's state the hook kept."""
-        files = sorted((self.state_dir / "sessions").glob("copilot-*.json"))
-        assert len(files) == 1, files
-        return load(str(files[0]))
 
 
 def guarded(

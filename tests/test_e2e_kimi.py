@@ -25,9 +25,8 @@ from typing import Any
 
 import pytest
 
-from agent_clis import Home, Run
+from agent_clis import Home, HookedRun
 from agent_model import (
-    FakeModel,
     Reply,
     Script,
     commands_then_answer,
@@ -46,7 +45,7 @@ from kimi_cli import (
     run_kimi,
     write_config,
 )
-from loopfuse.cli.hook_state import SessionState, load
+from loopfuse.cli.hook_state import SessionState
 
 pytestmark = needs_kimi()
 
@@ -77,21 +76,11 @@ def loopfuse(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @dataclass
-class GuardedRun:
+class GuardedRun(HookedRun):
     """A Kimi Code run with ``loopfuse hook`` installed, and what it left."""
 
-    home: Home
-    run: Run
-    model: FakeModel
+    hook_agent = "kimi"
     installed: str
-
-    @property
-    def state_dir(self) -> Path:
-        return self.home.state / "loopfuse"
-
-    def texts(self, turn: int) -> list[str]:
-        """What the model read in the request of ``turn``."""
-        return list(strings(self.model.turns[turn].body))
 
     def answers(self, turn: int) -> list[str]:
         """The answers of the calls the model read in the request of ``turn``, in order."""
@@ -106,21 +95,6 @@ class GuardedRun:
             if answers and REFUSED in answers[-1]["content"]:
                 return request.turn
         return None
-
-    def attempts(self) -> int:
-        """How many times the failing command really ran."""
-        log = self.home.workspace / "attempts.log"
-        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
-
-    def log_lines(self) -> list[str]:
-        log = self.state_dir / "hook.log"
-        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-
-    def session(self) -> SessionState:
-        """The one session's state the hook kept."""
-        files = sorted((self.state_dir / "sessions").glob("kimi-*.json"))
-        assert len(files) == 1, files
-        return load(str(files[0]))
 
 
 def guarded(home: Home, script: Script, *flags: str, check: bool = True) -> GuardedRun:

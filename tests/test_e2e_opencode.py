@@ -28,9 +28,8 @@ from typing import Any
 
 import pytest
 
-from agent_clis import Home
+from agent_clis import Home, HookedRun
 from agent_model import (
-    FakeModel,
     Script,
     commands_then_answer,
     parallel,
@@ -38,13 +37,12 @@ from agent_model import (
     same_command,
     strings,
 )
-from loopfuse.cli.hook_state import SessionState, load
+from loopfuse.cli.hook_state import SessionState
 from loopfuse.harness.opencode import CLI
 from opencode_cli import (
     OPENCODE,
     READ,
     OpenCodeModel,
-    Run,
     environment,
     needs_opencode,
     prepared,
@@ -86,20 +84,10 @@ def loopfuse_init(home: Home, *flags: str) -> str:
 
 
 @dataclass
-class GuardedRun:
+class GuardedRun(HookedRun):
     """An OpenCode run with loopfuse's plugin installed, and what it left."""
 
-    home: Home
-    run: Run
-    model: FakeModel
-
-    @property
-    def state_dir(self) -> Path:
-        return self.home.state / "loopfuse"
-
-    def texts(self, turn: int) -> list[str]:
-        """What the model read in the request of ``turn``."""
-        return list(strings(self.model.turns[turn].body))
+    hook_agent = "opencode"
 
     def answers(self, turn: int) -> list[str]:
         """The calls' answers the model read in the request of ``turn``."""
@@ -117,19 +105,6 @@ class GuardedRun:
                 if (text.startswith("[loopfuse]")) == (wanted == "refusal"):
                     return request.turn
         return None
-
-    def attempts(self) -> int:
-        log = self.home.workspace / "attempts.log"
-        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
-
-    def log_lines(self) -> list[str]:
-        log = self.state_dir / "hook.log"
-        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-
-    def session(self) -> SessionState:
-        files = sorted((self.state_dir / "sessions").glob("opencode-*.json"))
-        assert len(files) == 1, files
-        return load(str(files[0]))
 
     def untouched(self, calls: int) -> None:
         """No note, no refusal, nothing logged; the model made ``calls`` calls."""

@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from agent_clis import Home, Run, needs
+from agent_clis import Home, HookedRun, needs
 from agent_model import (
-    FakeModel,
     Reply,
     Script,
     commands_then_answer,
@@ -30,7 +29,7 @@ from agent_model import (
     same_command,
     strings,
 )
-from loopfuse.cli.hook_state import SessionState, load
+from loopfuse.cli.hook_state import SessionState
 from loopfuse.cli.main import main
 from loopfuse.harness.agent_cli import agent_cli
 from pi_e2e import PiModel, agent_dir, pi_environment, run_pi
@@ -68,16 +67,10 @@ def loopfuse_init(home: Home, *flags: str) -> str:
 
 
 @dataclass
-class GuardedRun:
+class GuardedRun(HookedRun):
     """A pi run with loopfuse's extension installed, and what it left."""
 
-    home: Home
-    run: Run
-    model: FakeModel
-
-    @property
-    def state_dir(self) -> Path:
-        return self.home.state / "loopfuse"
+    hook_agent = "pi"
 
     def results(self, turn: int) -> list[str]:
         """The results of the calls the model read in the request of ``turn``."""
@@ -94,21 +87,6 @@ class GuardedRun:
                 if refused if wanted == "refusal" else noted:
                     return request.turn
         return None
-
-    def attempts(self) -> int:
-        """How many times the failing command really ran."""
-        log = self.home.workspace / "attempts.log"
-        return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
-
-    def log_lines(self) -> list[str]:
-        log = self.state_dir / "hook.log"
-        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-
-    def session(self) -> SessionState:
-        """The one session's state the hook kept."""
-        files = sorted((self.state_dir / "sessions").glob("pi-*.json"))
-        assert len(files) == 1, files
-        return load(str(files[0]))
 
 
 def guarded_run(home: Home, script: Script, *flags: str) -> GuardedRun:

@@ -43,7 +43,7 @@ def broken_after_install(agent: str, home: Home, turns: int) -> tuple[GuardedRun
     with FakeModel(same_command(FAILING, turns)) as model:
         run = run_agent(agent, home, model.url, "Fix the build.", *trust)
     assert run.returncode == 0, run.stderr[-3000:]
-    return GuardedRun(agent, home, run, model), config
+    return GuardedRun(home, run, model, agent), config
 
 
 def claude_hook_messages(home: Home) -> list[str]:

@@ -48,6 +48,18 @@ def free_port() -> int:
         return port
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` different loopback ports, free when picked (held together while they are)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 class RedisServer:
     """One ``redis-server`` child process on a loopback port; stop and start it at will."""
 
@@ -199,11 +211,14 @@ class RedisClusterNodes:
         # yes (Redis' default): while a master is down and not replaced, every node
         # answers CLUSTERDOWN; no: the other masters serve their slots meanwhile.
         self.full_coverage = full_coverage
-        self.ports = [free_port() for _ in range(self.SIZE)]
+        # All held at once while they are picked, so no two of them are the same port.
+        picked = free_ports(2 * self.SIZE)
+        self.ports = picked[: self.SIZE]
         # The cluster bus would be port + 10,000 (past 65,535 for a high free port).
-        self.bus_ports = {port: free_port() for port in self.ports}
+        self.bus_ports = dict(zip(self.ports, picked[self.SIZE :], strict=True))
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         self.original_masters: list[int] = []
+        self.restarts = 0  # nodes started again on fresh ports (a port taken meanwhile)
 
     @property
     def url(self) -> str:
@@ -229,6 +244,21 @@ class RedisClusterNodes:
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
 
+    def _all_answer(self) -> bool:
+        """Whether every node answers PING. A node whose port was taken meanwhile by
+        another process (a port is free when picked, not when the server binds it)
+        exited: it is started again on a fresh pair of ports, before any node is joined."""
+        for index, port in enumerate(self.ports):
+            process = self.processes[port]
+            if process.poll() is not None and self.restarts < 3:
+                self.restarts += 1
+                fresh, bus = free_ports(2)
+                del self.processes[port], self.bus_ports[port]
+                self.ports[index] = fresh
+                self.bus_ports[fresh] = bus
+                self.start_node(fresh)
+        return all(self.cli(p, "ping").strip() == "PONG" for p in self.ports)
+
     def cli(self, port: int, *args: str, timeout: float = 30.0) -> str:
         assert REDIS_CLI is not None
         done = subprocess.run(
@@ -243,7 +273,7 @@ class RedisClusterNodes:
     def start(self) -> None:
         for port in self.ports:
             self.start_node(port)
-        if not wait_until(lambda: all(self.cli(p, "ping").strip() == "PONG" for p in self.ports)):
+        if not wait_until(self._all_answer):
             raise RuntimeError("the cluster's redis-servers did not start")
         created = self.cli(
             self.ports[0],
